@@ -1,0 +1,218 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "tunectl/v1/tunectl.grpc.pb.h"
+
+namespace tunectl {
+
+#ifndef TUNECTL_VERSION
+#define TUNECTL_VERSION "0.1.0"
+#endif
+
+class Agent::Stream {
+ public:
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::ServerMessage>> rw;
+};
+
+Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log)
+    : opts_(std::move(opts)), launcher_(launcher), log_(std::move(log)) {}
+
+Agent::~Agent() {
+  Stop();
+  std::map<int64_t, Active> runs;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& [_, r] : runs_) r.cancel->store(true);
+    runs.swap(runs_);
+  }
+  for (auto& [_, r] : runs)
+    if (r.thread.joinable()) r.thread.join();
+}
+
+void Agent::Stop() {
+  stop_ = true;
+  std::lock_guard<std::mutex> g(mu_);
+  if (stream_) stream_->ctx.TryCancel();
+  cv_.notify_all();
+}
+
+void Agent::Run() {
+  std::thread hb([this] { HeartbeatLoop(); });
+  int backoff = opts_.backoff_initial_ms;
+  while (!stop_) {
+    if (Session()) backoff = opts_.backoff_initial_ms;
+    if (stop_) break;
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::milliseconds(backoff), [&] { return stop_.load(); });
+    backoff = std::min(backoff * 2, opts_.backoff_max_ms);
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    cv_.notify_all();
+  }
+  hb.join();
+}
+
+bool Agent::Session() {
+  auto channel = grpc::CreateChannel(opts_.server, grpc::InsecureChannelCredentials());
+  auto stub = v1::AgentService::NewStub(channel);
+  Stream s;
+  s.rw = stub->Session(&s.ctx);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    v1::AgentMessage hello;
+    auto* h = hello.mutable_hello();
+    h->set_name(opts_.name);
+    for (const auto& [k, v] : opts_.labels) (*h->mutable_labels())[k] = v;
+    h->set_slots(opts_.slots);
+    h->set_version(TUNECTL_VERSION);
+    for (const auto& [id, r] : runs_) {
+      auto* ref = h->add_active_runs();
+      ref->set_run_id(id);
+      ref->set_attempt(r.attempt);
+    }
+    if (!s.rw->Write(hello)) {
+      auto st = s.rw->Finish();
+      log_(LogLevel::kWarn, "cannot reach server " + opts_.server + ": " + st.error_message());
+      return false;
+    }
+    for (const auto& p : outbox_)
+      if (!s.rw->Write(p.msg)) break;
+    stream_ = &s;
+  }
+  bool welcomed = false;
+  v1::ServerMessage in;
+  while (s.rw->Read(&in)) {
+    switch (in.msg_case()) {
+      case v1::ServerMessage::kWelcome: {
+        welcomed = true;
+        std::lock_guard<std::mutex> g(mu_);
+        if (in.welcome().heartbeat_interval_ms() > 0)
+          heartbeat_ms_ = in.welcome().heartbeat_interval_ms();
+        log_(LogLevel::kInfo, "connected to " + opts_.server + " as " + opts_.name + " (" +
+                                  std::to_string(outbox_.size()) + " unacked messages resent)");
+        break;
+      }
+      case v1::ServerMessage::kAssign: StartRun(in.assign()); break;
+      case v1::ServerMessage::kCancel: CancelRun(in.cancel()); break;
+      case v1::ServerMessage::kAck: OnAck(in.ack()); break;
+      default: break;
+    }
+    ReapFinished();
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stream_ = nullptr;
+  }
+  grpc::Status st = s.rw->Finish();
+  if (!stop_)
+    log_(LogLevel::kWarn, "session with " + opts_.server + " ended: " +
+                              (st.ok() ? std::string("server closed it") : st.error_message()) +
+                              "; reconnecting");
+  return welcomed;
+}
+
+void Agent::Send(const v1::AgentMessage& m) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (stream_) stream_->rw->Write(m);
+}
+
+void Agent::SendReliable(Pending p) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (stream_) stream_->rw->Write(p.msg);
+  outbox_.push_back(std::move(p));
+}
+
+void Agent::OnAck(const v1::Ack& a) {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto it = outbox_.begin(); it != outbox_.end(); ++it) {
+    if (it->run_id == a.run_id() && it->attempt == a.attempt() && it->seq == a.seq()) {
+      const bool finished = it->msg.has_run_finished();
+      outbox_.erase(it);
+      if (finished) {
+        auto r = runs_.find(a.run_id());
+        if (r != runs_.end() && r->second.attempt == a.attempt()) r->second.done = true;
+      }
+      break;
+    }
+  }
+}
+
+void Agent::ReapFinished() {
+  std::vector<std::thread> done;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      if (it->second.done) {
+        done.push_back(std::move(it->second.thread));
+        it = runs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& t : done)
+    if (t.joinable()) t.join();
+}
+
+void Agent::StartRun(const v1::Assign& a) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (runs_.count(a.run_id())) return;  // already executing (duplicate assign after reconnect)
+  Active r;
+  r.attempt = a.attempt();
+  r.cancel = std::make_shared<std::atomic<bool>>(false);
+  auto cancel = r.cancel;
+  log_(LogLevel::kInfo, "run " + std::to_string(a.run_id()) + " attempt " +
+                            std::to_string(a.attempt()) + ": " + a.workload());
+  r.thread = std::thread([this, a, cancel] {
+    Executor ex(launcher_, opts_.executor);
+    ex.Run(a, *cancel, *this);
+  });
+  runs_.emplace(a.run_id(), std::move(r));
+}
+
+void Agent::CancelRun(const v1::Cancel& c) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = runs_.find(c.run_id());
+  if (it != runs_.end() && it->second.attempt == c.attempt()) it->second.cancel->store(true);
+}
+
+void Agent::HeartbeatLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    cv_.wait_for(l, std::chrono::milliseconds(heartbeat_ms_), [&] { return stop_.load(); });
+    if (stop_ || !stream_) continue;
+    v1::AgentMessage m;
+    int running = 0;
+    for (const auto& [_, r] : runs_) running += r.done ? 0 : 1;
+    m.mutable_heartbeat()->set_running(running);
+    stream_->rw->Write(m);
+  }
+}
+
+void Agent::OnStarted(const v1::RunStarted& m) {
+  v1::AgentMessage msg;
+  *msg.mutable_run_started() = m;
+  Send(msg);
+}
+
+void Agent::OnBatch(const v1::MetricBatch& m) {
+  Pending p{m.run_id(), m.attempt(), m.seq(), {}};
+  *p.msg.mutable_metric_batch() = m;
+  SendReliable(std::move(p));
+}
+
+void Agent::OnFinished(const v1::RunFinished& m) {
+  log_(LogLevel::kInfo, "run " + std::to_string(m.run_id()) + " finished: " +
+                            (m.signal() ? "signal " + std::to_string(m.signal())
+                                        : "exit " + std::to_string(m.exit_code())) +
+                            (m.reason().empty() ? "" : " (" + m.reason() + ")") + ", " +
+                            std::to_string(m.batches()) + " batches");
+  Pending p{m.run_id(), m.attempt(), m.seq(), {}};
+  *p.msg.mutable_run_finished() = m;
+  SendReliable(std::move(p));
+}
+
+}  // namespace tunectl

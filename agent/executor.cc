@@ -1,0 +1,145 @@
+#include "agent/executor.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "core/metrics.h"
+#include "sys/files.h"
+
+namespace tunectl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kTailLines = 20;
+constexpr size_t kTailBytes = 4096;
+
+std::string Tail(const std::deque<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  if (out.size() > kTailBytes) out = out.substr(out.size() - kTailBytes);
+  return out;
+}
+
+}  // namespace
+
+void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink& sink) {
+  v1::RunFinished fin;
+  fin.set_run_id(a.run_id());
+  fin.set_attempt(a.attempt());
+  int64_t seq = 0;
+  auto finish = [&](const std::string& reason, int code) {
+    fin.set_reason(reason);
+    fin.set_exit_code(code);
+    fin.set_seq(seq + 1);
+    fin.set_batches(seq);
+    sink.OnFinished(fin);
+  };
+
+  const std::string run_dir =
+      opts_.runs_dir + "/" + std::to_string(a.run_id()) + "-" + std::to_string(a.attempt());
+  if (auto s = MakeDirs(run_dir); !s.ok()) return finish("launch_failed: " + s.message(), 127);
+  for (const auto& f : a.files()) {
+    const std::string path = run_dir + "/" + f.path();
+    MakeDirs(std::filesystem::path(path).parent_path().string());
+    if (auto s = WriteFileAtomic(path, f.content()); !s.ok())
+      return finish("launch_failed: " + s.message(), 127);
+  }
+  std::vector<MetricRule> rules;
+  for (const auto& m : a.metrics()) rules.push_back({m.name(), m.pattern(), m.json_key()});
+  auto extractor = MetricExtractor::Create(rules);
+  if (!extractor.ok()) return finish("launch_failed: " + extractor.status().message(), 127);
+
+  ProcessSpec spec;
+  spec.argv.assign(a.argv().begin(), a.argv().end());
+  spec.env_overrides.insert(a.env().begin(), a.env().end());
+  spec.env_overrides["TUNECTL_RUN_ID"] = std::to_string(a.run_id());
+  spec.env_overrides["TUNECTL_ATTEMPT"] = std::to_string(a.attempt());
+  spec.env_overrides["TUNECTL_RUN_DIR"] = run_dir;
+  spec.cwd = opts_.workdir;
+  auto proc = launcher_->Start(spec);
+  if (!proc.ok()) return finish("launch_failed: " + proc.status().message(), 127);
+  Process& p = **proc;
+
+  v1::RunStarted started;
+  started.set_run_id(a.run_id());
+  started.set_attempt(a.attempt());
+  started.set_pid(p.pid());
+  sink.OnStarted(started);
+
+  std::ofstream log(run_dir + "/output.log", std::ios::trunc);
+  std::deque<std::string> stderr_tail;
+  std::vector<ExtractedSample> found;
+  v1::MetricBatch batch;
+  auto batch_started = Clock::now();
+  int64_t lines = 0;
+  auto flush = [&]() {
+    if (batch.samples_size() == 0) return;
+    batch.set_run_id(a.run_id());
+    batch.set_attempt(a.attempt());
+    batch.set_seq(++seq);
+    sink.OnBatch(batch);
+    batch.Clear();
+  };
+  auto on_line = [&](Stream s, std::string_view line) {
+    ++lines;
+    log << (s == Stream::kStderr ? "E " : "O ") << line << '\n';
+    if (s == Stream::kStderr) {
+      stderr_tail.emplace_back(line.substr(0, 512));
+      if (stderr_tail.size() > kTailLines) stderr_tail.pop_front();
+    }
+    found.clear();
+    (*extractor)->ProcessLine(line, &found);
+    for (const auto& x : found) {
+      if (batch.samples_size() == 0) batch_started = Clock::now();
+      auto* ps = batch.add_samples();
+      ps->set_metric(x.metric);
+      ps->set_step(x.step);
+      ps->set_value(x.value);
+      ps->set_line_no(lines);
+      if (batch.samples_size() >= opts_.batch_max_samples) flush();
+    }
+  };
+
+  const auto deadline = a.timeout_ms() > 0
+                            ? Clock::now() + std::chrono::milliseconds(a.timeout_ms())
+                            : Clock::time_point::max();
+  std::string reason;
+  std::optional<Clock::time_point> kill_at, exited_at;
+  bool open = true;
+  while (open) {
+    open = p.Poll(std::chrono::milliseconds(100), on_line);
+    const auto now = Clock::now();
+    if (batch.samples_size() > 0 &&
+        now - batch_started >= std::chrono::milliseconds(opts_.batch_max_ms))
+      flush();
+    if (reason.empty() && (cancel.load() || now >= deadline)) {
+      reason = cancel.load() ? "cancelled" : "timeout";
+      p.Signal(SIGTERM);
+      kill_at = now + std::chrono::milliseconds(opts_.kill_grace_ms);
+    }
+    if (kill_at && now >= *kill_at) {
+      p.Signal(SIGKILL);
+      kill_at.reset();
+    }
+    if (!exited_at && p.TryWait()) exited_at = now;
+    if (open && exited_at && now - *exited_at >= std::chrono::milliseconds(opts_.linger_ms)) {
+      p.Signal(SIGKILL);  // children still hold the pipes open after the job's main process ended
+      break;
+    }
+  }
+  ExitStatus st = p.Wait();
+  flush();
+  log.flush();
+  fin.set_signal(st.signal);
+  fin.set_lines(lines);
+  fin.set_stderr_tail(Tail(stderr_tail));
+  if (reason == "timeout")
+    reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
+  finish(reason, st.exit_code);
+}
+
+}  // namespace tunectl

@@ -1,0 +1,81 @@
+// tunectl-agent: parse flags, wire, run until SIGINT/SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "agent/agent.h"
+
+int main(int argc, char** argv) {
+  tunectl::AgentOptions opts;
+  std::vector<std::string> labels;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  opts.name = host;
+  CLI::App app{"tunectl-agent: runs jobs for tunectl-server on this node"};
+  app.add_option("--server", opts.server, "server address HOST:PORT")->capture_default_str();
+  app.add_option("--name", opts.name, "agent name, unique in the cluster")->capture_default_str();
+  app.add_option("--slots", opts.slots, "runs executed at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--label", labels, "label KEY=VALUE (repeatable), matched by workload selectors");
+  app.add_option("--workdir", opts.executor.workdir,
+                 "working directory of launched jobs (default: the current directory)");
+  app.add_option("--runs-dir", opts.executor.runs_dir,
+                 "where run directories (generated files, output.log) go");
+  app.add_option("--batch-samples", opts.executor.batch_max_samples,
+                 "send a metric batch at this many samples")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--batch-ms", opts.executor.batch_max_ms,
+                 "send a metric batch when its oldest sample is this old")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 600000));
+  CLI11_PARSE(app, argc, argv);
+
+  for (const auto& l : labels) {
+    auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "--label: \"" << l << "\" is not KEY=VALUE (e.g. --label gpu=a100)\n";
+      return 2;
+    }
+    opts.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  if (opts.executor.workdir.empty()) opts.executor.workdir = std::filesystem::current_path();
+  if (opts.executor.runs_dir.empty()) {
+    const char* home = std::getenv("HOME");
+    std::string base = geteuid() == 0 || !home ? "/var/lib/tunectl"
+                                               : std::string(home) + "/.local/share/tunectl";
+    opts.executor.runs_dir = base + "/agent-" + opts.name + "/runs";
+  }
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto launcher = tunectl::NewPosixProcessLauncher();
+  auto log = [](tunectl::LogLevel l, const std::string& m) {
+    if (l == tunectl::LogLevel::kWarn) spdlog::warn("{}", m);
+    else if (l == tunectl::LogLevel::kError) spdlog::error("{}", m);
+    else spdlog::info("{}", m);
+  };
+  tunectl::Agent agent(opts, launcher.get(), log);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    spdlog::info("signal {}: stopping", sig);
+    agent.Stop();
+  });
+  spdlog::info("tunectl-agent {} -> {} ({} slots, runs in {})", opts.name, opts.server,
+               opts.slots, opts.executor.runs_dir);
+  agent.Run();
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}

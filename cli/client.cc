@@ -1,0 +1,90 @@
+#include "cli/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "tunectl/v1/tunectl.grpc.pb.h"
+
+namespace tunectl {
+namespace {
+
+class GrpcClient : public Client {
+ public:
+  GrpcClient(const std::string& server, std::string actor)
+      : server_(server),
+        actor_(std::move(actor)),
+        stub_(v1::TuningService::NewStub(
+            grpc::CreateChannel(server, grpc::InsecureChannelCredentials()))) {}
+
+  Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) override {
+    return Call<v1::ApplyWorkloadResponse>(&v1::TuningService::Stub::ApplyWorkload, r);
+  }
+  Result<v1::ListWorkloadsResponse> ListWorkloads() override {
+    return Call<v1::ListWorkloadsResponse>(&v1::TuningService::Stub::ListWorkloads,
+                                           v1::ListWorkloadsRequest());
+  }
+  Result<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& r) override {
+    return Call<v1::Baseline>(&v1::TuningService::Stub::CreateBaseline, r);
+  }
+  Result<v1::Baseline> GetBaseline(int64_t id) override {
+    v1::GetBaselineRequest r;
+    r.set_id(id);
+    return Call<v1::Baseline>(&v1::TuningService::Stub::GetBaseline, r);
+  }
+  Result<v1::ListBaselinesResponse> ListBaselines(const std::string& workload) override {
+    v1::ListBaselinesRequest r;
+    r.set_workload(workload);
+    return Call<v1::ListBaselinesResponse>(&v1::TuningService::Stub::ListBaselines, r);
+  }
+  Result<v1::ListRunsResponse> ListRuns(int64_t baseline_id, int limit) override {
+    v1::ListRunsRequest r;
+    r.set_baseline_id(baseline_id);
+    r.set_limit(limit);
+    return Call<v1::ListRunsResponse>(&v1::TuningService::Stub::ListRuns, r);
+  }
+  Result<v1::Run> GetRun(int64_t id) override {
+    v1::GetRunRequest r;
+    r.set_id(id);
+    return Call<v1::Run>(&v1::TuningService::Stub::GetRun, r);
+  }
+  Result<v1::ListAgentsResponse> ListAgents() override {
+    return Call<v1::ListAgentsResponse>(&v1::TuningService::Stub::ListAgents,
+                                        v1::ListAgentsRequest());
+  }
+
+ private:
+  template <typename Resp, typename Req, typename Method>
+  Result<Resp> Call(Method m, const Req& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    ctx.AddMetadata("tunectl-actor", actor_);
+    Resp resp;
+    grpc::Status st = (stub_.get()->*m)(&ctx, req, &resp);
+    if (st.ok()) return resp;
+    switch (st.error_code()) {
+      case grpc::StatusCode::INVALID_ARGUMENT: return Status::InvalidArgument(st.error_message());
+      case grpc::StatusCode::NOT_FOUND: return Status::NotFound(st.error_message());
+      case grpc::StatusCode::ALREADY_EXISTS: return Status::AlreadyExists(st.error_message());
+      case grpc::StatusCode::FAILED_PRECONDITION:
+        return Status::FailedPrecondition(st.error_message());
+      case grpc::StatusCode::UNAVAILABLE:
+        return Status::Unavailable("cannot reach tunectl-server at " + server_ + " (" +
+                                   st.error_message() +
+                                   "); is it running? set --server or TUNECTL_SERVER");
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return Status::Unavailable("tunectl-server at " + server_ + " did not answer in 30s");
+      default: return Status::Internal(st.error_message());
+    }
+  }
+
+  std::string server_;
+  std::string actor_;
+  std::unique_ptr<v1::TuningService::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<Client> Client::Connect(const std::string& server, const std::string& actor) {
+  return std::make_unique<GrpcClient>(server, actor);
+}
+
+}  // namespace tunectl

@@ -1,0 +1,28 @@
+// TuningService client. gRPC errors come back as Status with the server's message. The only CLI
+// translation unit that includes grpcpp. Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "tunectl/v1/tunectl.pb.h"
+
+namespace tunectl {
+
+class Client {
+ public:
+  // `actor` is recorded in the audit log for changes made through this client.
+  static std::unique_ptr<Client> Connect(const std::string& server, const std::string& actor);
+  virtual ~Client() = default;
+  virtual Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) = 0;
+  virtual Result<v1::ListWorkloadsResponse> ListWorkloads() = 0;
+  virtual Result<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& r) = 0;
+  virtual Result<v1::Baseline> GetBaseline(int64_t id) = 0;
+  virtual Result<v1::ListBaselinesResponse> ListBaselines(const std::string& workload) = 0;
+  virtual Result<v1::ListRunsResponse> ListRuns(int64_t baseline_id, int limit) = 0;
+  virtual Result<v1::Run> GetRun(int64_t id) = 0;
+  virtual Result<v1::ListAgentsResponse> ListAgents() = 0;
+};
+
+}  // namespace tunectl

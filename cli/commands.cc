@@ -1,0 +1,226 @@
+#include "cli/commands.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/views.h"
+#include "core/spec.h"
+
+namespace tunectl {
+namespace {
+
+int Fail(std::ostream& err, const Status& s) {
+  err << "error: " << s.message() << "\n";
+  return ExitCode(s);
+}
+
+// Renders a list result as table, JSON array or CSV.
+template <typename Resp, typename Item>
+int Emit(const CliOptions& o, std::ostream& out, std::ostream& err, const Resp& resp,
+         Table (*table)(const Resp&), const google::protobuf::RepeatedPtrField<Item>& items,
+         ojson (*json)(const Item&)) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  switch (*f) {
+    case OutputFormat::kJson: {
+      ojson arr = ojson::array();
+      for (const auto& i : items) arr.push_back(json(i));
+      out << arr.dump(2) << "\n";
+      break;
+    }
+    case OutputFormat::kCsv: out << RenderCsv(table(resp)); break;
+    case OutputFormat::kTable: out << RenderTable(table(resp)); break;
+  }
+  return 0;
+}
+
+int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.file.empty()) return Fail(err, Status::InvalidArgument("-f: missing; pass the workload file, e.g. -f examples/workloads/demo.yaml"));
+  std::string text;
+  if (o.file == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(o.file);
+    if (!in) return Fail(err, Status::InvalidArgument("-f: cannot read " + o.file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  // Validate locally first: same parser as the server, so errors come without a round trip.
+  auto spec = ParseWorkloadSpec(text, o.file);
+  if (!spec.ok()) return Fail(err, spec.status());
+  v1::ApplyWorkloadRequest req;
+  req.set_spec(text);
+  req.set_source(o.file);
+  auto r = c.ApplyWorkload(req);
+  if (!r.ok()) return Fail(err, r.status());
+  if (o.output == "json") {
+    ojson j = WorkloadJson(r->workload());
+    j["action"] = r->action();
+    out << j.dump(2) << "\n";
+  } else {
+    out << "workload " << r->workload().name() << " " << r->action() << " (config v"
+        << r->workload().config_version() << ", revision " << r->workload().spec_revision()
+        << ")\n";
+  }
+  return 0;
+}
+
+int WorkloadList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListWorkloads();
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &WorkloadsTable, r->workloads(), &WorkloadJson);
+}
+
+int ShowBaseline(const v1::Baseline& b, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  switch (*f) {
+    case OutputFormat::kJson: out << BaselineJson(b).dump(2) << "\n"; break;
+    case OutputFormat::kCsv: out << RenderCsv(BaselineSummaryTable(b)); break;
+    case OutputFormat::kTable: out << BaselineDetail(b); break;
+  }
+  return 0;
+}
+
+int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  int64_t timeout_ms = 0;
+  if (!o.timeout.empty()) {
+    auto t = ParseDurationMs(o.timeout);
+    if (!t.ok()) return Fail(err, Status::InvalidArgument("--timeout: " + t.status().message()));
+    timeout_ms = *t;
+  }
+  if (o.workload.empty()) {
+    auto all = c.ListWorkloads();
+    if (!all.ok()) return Fail(err, all.status());
+    if (all->workloads_size() > 1) {
+      err << "error: --workload: several workloads exist; name one:\n"
+          << RenderTable(WorkloadsTable(*all));
+      return 2;
+    }
+  }
+  v1::CreateBaselineRequest req;
+  req.set_workload(o.workload);
+  req.set_repeats(o.repeats);
+  auto b = c.CreateBaseline(req);
+  if (!b.ok()) return Fail(err, b.status());
+  err << "baseline " << b->id() << " created: " << b->workload() << " config v"
+      << b->config_version() << ", " << b->repeats() << " runs queued\n";
+  if (!o.wait) {
+    if (o.output == "json") out << BaselineJson(*b).dump(2) << "\n";
+    else out << b->id() << "\n";
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string last;
+  v1::Baseline cur = *b;
+  for (;;) {
+    auto now = c.GetBaseline(b->id());
+    if (!now.ok()) return Fail(err, now.status());
+    cur = *now;
+    auto runs = c.ListRuns(b->id(), 0);
+    if (!runs.ok()) return Fail(err, runs.status());
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string line = BaselineProgress(cur, *runs, elapsed);
+    if (o.interactive) {
+      err << "\r\033[K" << line << std::flush;
+    } else if (line.substr(0, line.find('[')) != last.substr(0, last.find('['))) {
+      err << line << "\n";
+    }
+    last = line;
+    if (cur.state() != "running") break;
+    if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
+      if (o.interactive) err << "\n";
+      err << "error: --timeout " << o.timeout << " reached; baseline " << b->id()
+          << " keeps running (tunectl baseline show " << b->id() << ")\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (o.interactive) err << "\n";
+  int rc = ShowBaseline(cur, o, out, err);
+  if (rc == 0 && cur.state() == "failed") {
+    err << "error: baseline " << cur.id() << " failed: no run succeeded (tunectl run list --baseline "
+        << cur.id() << ")\n";
+    return 1;
+  }
+  return rc;
+}
+
+int BaselineShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto b = c.GetBaseline(o.id);
+  if (!b.ok()) return Fail(err, b.status());
+  return ShowBaseline(*b, o, out, err);
+}
+
+int BaselineList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListBaselines(o.workload);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &BaselinesTable, r->baselines(), &BaselineJson);
+}
+
+int RunList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListRuns(o.baseline, o.limit);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &RunsTable, r->runs(), &RunJson);
+}
+
+int RunShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.GetRun(o.id);
+  if (!r.ok()) return Fail(err, r.status());
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  if (*f == OutputFormat::kJson) {
+    out << RunJson(*r).dump(2) << "\n";
+  } else if (*f == OutputFormat::kCsv) {
+    v1::ListRunsResponse one;
+    *one.add_runs() = *r;
+    out << RenderCsv(RunsTable(one));
+  } else {
+    out << RunDetail(*r);
+  }
+  return 0;
+}
+
+int AgentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListAgents();
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &AgentsTable, r->agents(), &AgentJson);
+}
+
+}  // namespace
+
+int ExitCode(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk: return 0;
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kFailedPrecondition:
+    case Status::Code::kAlreadyExists: return 2;
+    case Status::Code::kNotFound: return 3;
+    case Status::Code::kUnavailable: return 4;
+    default: return 1;
+  }
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> k = {
+      {"workload", "apply", "create or update a workload from a YAML/JSON file", &WorkloadApply},
+      {"workload", "list", "list workloads", &WorkloadList},
+      {"baseline", "create", "measure the current config: queue N runs (and --wait for them)", &BaselineCreate},
+      {"baseline", "list", "list baselines", &BaselineList},
+      {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
+      {"run", "list", "list runs, with why queued runs wait", &RunList},
+      {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
+      {"agent", "list", "list agents and their slots", &AgentList},
+  };
+  return k;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,44 @@
+// The CLI's subcommands: a table of (noun, verb) -> function, like ninja's tool table. Each
+// function talks to the server through Client and writes results to `out`, errors and progress
+// to `err`. Exit codes: 0 ok, 1 server/internal error, 2 bad input, 3 not found, 4 unavailable.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "cli/client.h"
+#include "core/status.h"
+
+namespace tunectl {
+
+struct CliOptions {
+  std::string server = "127.0.0.1:7443";  // --server, or $TUNECTL_SERVER
+  std::string output = "table";           // -o table|json|csv
+  std::string file;                       // -f (workload apply; "-" = stdin)
+  std::string workload;                   // --workload
+  int repeats = 0;                        // --repeats (0 = the workload's run policy)
+  bool wait = false;                      // --wait
+  std::string timeout;                    // --timeout for --wait ("" = none)
+  int64_t id = 0;                         // positional ID
+  int64_t baseline = 0;                   // --baseline
+  int limit = 0;                          // --limit (0 = server default)
+  bool interactive = false;               // stderr is a terminal: redraw progress in place
+};
+
+using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,
+                          std::ostream& err);
+
+struct Command {
+  const char* noun;
+  const char* verb;
+  const char* help;
+  CommandFn run;
+};
+
+const std::vector<Command>& Commands();
+
+int ExitCode(const Status& s);
+
+}  // namespace tunectl

@@ -1,0 +1,78 @@
+#include "cli/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tunectl {
+
+Result<OutputFormat> ParseOutputFormat(const std::string& s) {
+  if (s == "table" || s == "wide") return OutputFormat::kTable;
+  if (s == "json") return OutputFormat::kJson;
+  if (s == "csv") return OutputFormat::kCsv;
+  return Status::InvalidArgument("-o/--output: \"" + s + "\" is not a format; allowed: table, json, csv");
+}
+
+std::string RenderTable(const Table& t) {
+  std::vector<size_t> w(t.headers.size(), 0);
+  for (size_t i = 0; i < t.headers.size(); ++i) w[i] = t.headers[i].size();
+  for (const auto& r : t.rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& cells, bool upper) {
+    std::string out;
+    for (size_t i = 0; i < w.size(); ++i) {
+      std::string c = i < cells.size() ? cells[i] : "";
+      if (upper) std::transform(c.begin(), c.end(), c.begin(), ::toupper);
+      out += c;
+      if (i + 1 < w.size()) out += std::string(w[i] - c.size() + 2, ' ');
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(t.headers, true);
+  for (const auto& r : t.rows) out += line(r, false);
+  return out;
+}
+
+std::string RenderCsv(const Table& t) {
+  auto cell = [](const std::string& c) {
+    if (c.find_first_of(",\"\r\n") == std::string::npos) return c;
+    std::string q = "\"";
+    for (char ch : c) {
+      if (ch == '"') q += "\"\"";
+      else q += ch;
+    }
+    return q + "\"";
+  };
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cell(cells[i]);
+    return out + "\r\n";
+  };
+  std::string out = line(t.headers);
+  for (const auto& r : t.rows) out += line(r);
+  return out;
+}
+
+std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const double a = std::fabs(v);
+  if (a == 0) return "0";
+  if (a >= 1e7 || a < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  } else {
+    int digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  }
+  return buf;
+}
+
+std::string FormatPercent(double fraction) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
+  return buf;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,29 @@
+// Output rendering for the CLI: aligned text tables, RFC 4180 CSV, and number formatting.
+// Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tunectl {
+
+enum class OutputFormat { kTable, kJson, kCsv };
+Result<OutputFormat> ParseOutputFormat(const std::string& s);
+
+struct Table {
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// Columns padded to their widest cell, two spaces apart, headers upper-case; no trailing blanks.
+std::string RenderTable(const Table& t);
+// Header line then rows; cells with , " CR or LF are quoted, quotes doubled; CRLF line ends.
+std::string RenderCsv(const Table& t);
+
+// Human-readable number: 4 significant digits without exponent for everyday magnitudes.
+std::string FormatNumber(double v);
+std::string FormatPercent(double fraction);
+
+}  // namespace tunectl

@@ -1,0 +1,240 @@
+#include "cli/views.h"
+
+#include <map>
+
+namespace tunectl {
+
+std::string FormatParams(const google::protobuf::Map<std::string, std::string>& p) {
+  std::map<std::string, std::string> sorted(p.begin(), p.end());
+  std::string out;
+  for (const auto& [k, v] : sorted) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
+}
+
+static ojson MapJson(const google::protobuf::Map<std::string, std::string>& p) {
+  std::map<std::string, std::string> sorted(p.begin(), p.end());
+  ojson j = ojson::object();
+  for (const auto& [k, v] : sorted) j[k] = v;
+  return j;
+}
+
+ojson WorkloadJson(const v1::Workload& w) {
+  ojson j;
+  j["name"] = w.name();
+  j["description"] = w.description();
+  j["config_version"] = w.config_version();
+  j["spec_revision"] = w.spec_revision();
+  j["repeats"] = w.repeats();
+  j["created_at"] = w.created_at();
+  j["spec"] = ojson::parse(w.spec_json(), nullptr, false);
+  return j;
+}
+
+Table WorkloadsTable(const v1::ListWorkloadsResponse& r) {
+  Table t{{"name", "config", "revision", "repeats", "description"}, {}};
+  for (const auto& w : r.workloads())
+    t.rows.push_back({w.name(), "v" + std::to_string(w.config_version()),
+                      std::to_string(w.spec_revision()), std::to_string(w.repeats()),
+                      w.description()});
+  return t;
+}
+
+ojson BaselineJson(const v1::Baseline& b) {
+  ojson j;
+  j["id"] = b.id();
+  j["workload"] = b.workload();
+  j["config_version"] = b.config_version();
+  j["state"] = b.state();
+  j["repeats"] = b.repeats();
+  j["runs"] = {{"succeeded", b.runs_succeeded()}, {"failed", b.runs_failed()},
+               {"active", b.runs_active()}};
+  j["params"] = MapJson(b.params());
+  ojson sums = ojson::array();
+  for (const auto& s : b.summaries()) {
+    ojson m;
+    m["metric"] = s.metric();
+    m["unit"] = s.unit();
+    m["better"] = s.better();
+    m["role"] = s.role();
+    m["n"] = s.n();
+    m["median"] = s.median();
+    m["mean"] = s.mean();
+    m["stddev"] = s.stddev();
+    m["cv"] = s.cv();
+    m["min"] = s.min();
+    m["max"] = s.max();
+    sums.push_back(m);
+  }
+  j["summary"] = sums;
+  j["created_at"] = b.created_at();
+  j["finished_at"] = b.finished_at();
+  return j;
+}
+
+Table BaselinesTable(const v1::ListBaselinesResponse& r) {
+  Table t{{"id", "workload", "config", "state", "runs", "primary", "median", "cv", "created"}, {}};
+  for (const auto& b : r.baselines()) {
+    std::string metric, median, cv;
+    for (const auto& s : b.summaries()) {
+      if (s.role() == "primary" || metric.empty()) {
+        metric = s.metric();
+        median = FormatNumber(s.median());
+        cv = FormatPercent(s.cv());
+        if (s.role() == "primary") break;
+      }
+    }
+    t.rows.push_back({std::to_string(b.id()), b.workload(), "v" + std::to_string(b.config_version()),
+                      b.state(),
+                      std::to_string(b.runs_succeeded()) + "/" + std::to_string(b.repeats()),
+                      metric, median, cv, b.created_at()});
+  }
+  return t;
+}
+
+Table BaselineSummaryTable(const v1::Baseline& b) {
+  Table t{{"metric", "unit", "better", "role", "n", "median", "mean", "stddev", "cv", "min", "max"},
+          {}};
+  for (const auto& s : b.summaries())
+    t.rows.push_back({s.metric(), s.unit(), s.better(), s.role(), std::to_string(s.n()),
+                      FormatNumber(s.median()), FormatNumber(s.mean()), FormatNumber(s.stddev()),
+                      FormatPercent(s.cv()), FormatNumber(s.min()), FormatNumber(s.max())});
+  return t;
+}
+
+std::string BaselineDetail(const v1::Baseline& b) {
+  std::string out = "Baseline " + std::to_string(b.id()) + "  workload " + b.workload() +
+                    "  config v" + std::to_string(b.config_version()) + "  " + b.state() + "\n";
+  out += "runs:   " + std::to_string(b.runs_succeeded()) + " succeeded, " +
+         std::to_string(b.runs_failed()) + " failed, " + std::to_string(b.runs_active()) +
+         " active (of " + std::to_string(b.repeats()) + ")\n";
+  out += "params: " + FormatParams(b.params()) + "\n";
+  out += "created " + b.created_at() + (b.finished_at().empty() ? "" : ", finished " + b.finished_at()) + "\n\n";
+  if (b.summaries_size() == 0) {
+    out += b.state() == "running" ? "(no summary until every run has finished)\n"
+                                  : "(no metric values: see `tunectl run list --baseline " +
+                                        std::to_string(b.id()) + "`)\n";
+  } else {
+    out += RenderTable(BaselineSummaryTable(b));
+    out += "\nper metric over runs: each run's median of its steady-state samples (warm-up dropped)\n";
+  }
+  return out;
+}
+
+std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& runs,
+                             double elapsed_s) {
+  int queued = 0, running = 0, done = 0, failed = 0;
+  std::string wait;
+  for (const auto& r : runs.runs()) {
+    const std::string& s = r.state();
+    if (s == "queued") {
+      ++queued;
+      if (wait.empty()) wait = r.wait_reason();
+    } else if (s == "assigned" || s == "running") {
+      ++running;
+    } else if (s == "succeeded") {
+      ++done;
+    } else {
+      ++failed;
+    }
+  }
+  char el[32];
+  std::snprintf(el, sizeof el, "%.0fs", elapsed_s);
+  std::string out = "baseline " + std::to_string(b.id()) + ": " + std::to_string(done) + "/" +
+                    std::to_string(b.repeats()) + " runs done";
+  if (failed) out += ", " + std::to_string(failed) + " failed";
+  out += ", " + std::to_string(running) + " running, " + std::to_string(queued) + " queued [" + el + "]";
+  if (queued && running == 0 && !wait.empty()) out += " - " + wait;
+  return out;
+}
+
+ojson RunJson(const v1::Run& r) {
+  ojson j;
+  j["id"] = r.id();
+  j["baseline_id"] = r.baseline_id();
+  j["workload"] = r.workload();
+  j["index"] = r.index();
+  j["attempt"] = r.attempt();
+  j["state"] = r.state();
+  j["agent"] = r.agent();
+  j["params"] = MapJson(r.params());
+  j["exit_code"] = r.exit_code();
+  j["signal"] = r.signal();
+  j["reason"] = r.reason();
+  j["wait_reason"] = r.wait_reason();
+  j["samples"] = r.samples();
+  ojson ms = ojson::array();
+  for (const auto& m : r.metrics())
+    ms.push_back({{"metric", m.metric()}, {"samples", m.samples()}, {"steady", m.steady()},
+                  {"median", m.median()}, {"min", m.min()}, {"max", m.max()}});
+  j["metrics"] = ms;
+  j["stderr_tail"] = r.stderr_tail();
+  j["created_at"] = r.created_at();
+  j["started_at"] = r.started_at();
+  j["finished_at"] = r.finished_at();
+  return j;
+}
+
+Table RunsTable(const v1::ListRunsResponse& r) {
+  Table t{{"id", "baseline", "#", "attempt", "state", "agent", "samples", "detail"}, {}};
+  for (const auto& x : r.runs()) {
+    std::string detail = x.state() == "queued" ? x.wait_reason() : x.reason();
+    if (detail.empty() && x.state() == "succeeded") detail = x.finished_at();
+    t.rows.push_back({std::to_string(x.id()), x.baseline_id() ? std::to_string(x.baseline_id()) : "-",
+                      std::to_string(x.index()), std::to_string(x.attempt()), x.state(),
+                      x.agent().empty() ? "-" : x.agent(), std::to_string(x.samples()), detail});
+  }
+  return t;
+}
+
+std::string RunDetail(const v1::Run& r) {
+  std::string out = "Run " + std::to_string(r.id()) + "  workload " + r.workload() +
+                    "  baseline " + std::to_string(r.baseline_id()) + " #" +
+                    std::to_string(r.index()) + "  attempt " + std::to_string(r.attempt()) + "\n";
+  out += "state:   " + r.state();
+  if (r.state() == "failed" || r.state() == "succeeded")
+    out += r.signal() ? " (signal " + std::to_string(r.signal()) + ")"
+                      : " (exit " + std::to_string(r.exit_code()) + ")";
+  out += "\n";
+  if (!r.reason().empty()) out += "reason:  " + r.reason() + "\n";
+  if (!r.wait_reason().empty()) out += "waiting: " + r.wait_reason() + "\n";
+  out += "agent:   " + (r.agent().empty() ? std::string("-") : r.agent()) + "\n";
+  out += "params:  " + FormatParams(r.params()) + "\n";
+  out += "times:   created " + r.created_at() +
+         (r.started_at().empty() ? "" : ", started " + r.started_at()) +
+         (r.finished_at().empty() ? "" : ", finished " + r.finished_at()) + "\n";
+  out += "samples: " + std::to_string(r.samples()) + "\n";
+  if (r.metrics_size()) {
+    Table t{{"metric", "samples", "steady", "median", "min", "max"}, {}};
+    for (const auto& m : r.metrics())
+      t.rows.push_back({m.metric(), std::to_string(m.samples()), std::to_string(m.steady()),
+                        m.steady() ? FormatNumber(m.median()) : "-",
+                        m.steady() ? FormatNumber(m.min()) : "-",
+                        m.steady() ? FormatNumber(m.max()) : "-"});
+    out += "\n" + RenderTable(t);
+  }
+  if (!r.stderr_tail().empty()) out += "\nstderr (last lines):\n" + r.stderr_tail();
+  return out;
+}
+
+ojson AgentJson(const v1::Agent& a) {
+  ojson j;
+  j["name"] = a.name();
+  j["labels"] = MapJson(a.labels());
+  j["slots"] = a.slots();
+  j["running"] = a.running();
+  j["connected"] = a.connected();
+  j["last_seen"] = a.last_seen();
+  j["version"] = a.version();
+  return j;
+}
+
+Table AgentsTable(const v1::ListAgentsResponse& r) {
+  Table t{{"name", "status", "slots", "running", "labels", "last seen", "version"}, {}};
+  for (const auto& a : r.agents())
+    t.rows.push_back({a.name(), a.connected() ? "connected" : "disconnected",
+                      std::to_string(a.slots()), std::to_string(a.running()),
+                      FormatParams(a.labels()), a.last_seen(), a.version()});
+  return t;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,118 @@
+#include "core/metrics.h"
+
+#include <re2/re2.h>
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace tunectl {
+
+bool ParseMetricValue(std::string_view text, double* out) {
+  std::string s;
+  s.reserve(text.size());
+  for (char c : text)
+    if (c != ',') s.push_back(c);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
+  if (start < s.size() && s[start] == '+') ++start;
+  if (start == s.size()) return false;
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data() + start, s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return false;
+  *out = v;
+  return true;
+}
+
+Result<std::unique_ptr<MetricExtractor>> MetricExtractor::Create(
+    const std::vector<MetricRule>& rules) {
+  std::unique_ptr<MetricExtractor> x(new MetricExtractor());
+  for (const auto& r : rules) {
+    Compiled c;
+    c.rule = r;
+    if (!r.pattern.empty()) {
+      c.re = std::make_unique<re2::RE2>(r.pattern, re2::RE2::Quiet);
+      if (!c.re->ok())
+        return Status::InvalidArgument("metrics." + r.name + ".pattern: " + c.re->error());
+      if (c.re->NumberOfCapturingGroups() < 1)
+        return Status::InvalidArgument("metrics." + r.name + ".pattern: needs a capture group");
+      const auto& named = c.re->NamedCapturingGroups();
+      if (auto it = named.find("value"); it != named.end()) c.value_group = it->second;
+      if (auto it = named.find("step"); it != named.end()) c.step_group = it->second;
+    } else if (!r.json_key.empty()) {
+      x->has_json_ = true;
+    } else {
+      return Status::InvalidArgument("metrics." + r.name + ": no pattern and no json key");
+    }
+    x->rules_.push_back(std::move(c));
+  }
+  return x;
+}
+
+MetricExtractor::~MetricExtractor() = default;
+
+int64_t MetricExtractor::NextStep(const std::string& metric, const int64_t* explicit_step) {
+  int64_t& last = last_step_[metric];
+  last = explicit_step ? *explicit_step : last + 1;
+  return last;
+}
+
+void MetricExtractor::ProcessLine(std::string_view line, std::vector<ExtractedSample>* out) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  nlohmann::json obj;
+  bool have_obj = false;
+  if (has_json_) {
+    size_t b = line.find_first_not_of(" \t");
+    if (b != std::string_view::npos && line[b] == '{') {
+      obj = nlohmann::json::parse(line.begin() + static_cast<std::ptrdiff_t>(b), line.end(),
+                                  nullptr, false);
+      have_obj = obj.is_object();
+    }
+  }
+  for (auto& c : rules_) {
+    if (c.re) {
+      const int groups = c.re->NumberOfCapturingGroups();
+      std::vector<re2::StringPiece> sp(static_cast<size_t>(groups));
+      std::vector<re2::RE2::Arg> args(static_cast<size_t>(groups));
+      std::vector<re2::RE2::Arg*> argp(static_cast<size_t>(groups));
+      for (int i = 0; i < groups; ++i) {
+        args[static_cast<size_t>(i)] = &sp[static_cast<size_t>(i)];
+        argp[static_cast<size_t>(i)] = &args[static_cast<size_t>(i)];
+      }
+      re2::StringPiece input(line.data(), line.size());
+      if (!re2::RE2::PartialMatchN(input, *c.re, argp.data(), groups)) continue;
+      const auto& vs = sp[static_cast<size_t>(c.value_group - 1)];
+      double v = 0;
+      if (!ParseMetricValue(std::string_view(vs.data(), vs.size()), &v)) continue;
+      int64_t step = 0;
+      const int64_t* sptr = nullptr;
+      if (c.step_group > 0) {
+        const auto& ss = sp[static_cast<size_t>(c.step_group - 1)];
+        auto [end, ec] = std::from_chars(ss.data(), ss.data() + ss.size(), step);
+        if (ec == std::errc() && end == ss.data() + ss.size()) sptr = &step;
+      }
+      out->push_back({c.rule.name, NextStep(c.rule.name, sptr), v});
+    } else if (have_obj) {
+      auto it = obj.find(c.rule.json_key);
+      if (it == obj.end()) continue;
+      double v = 0;
+      if (it->is_number()) {
+        v = it->get<double>();
+      } else if (it->is_string()) {
+        if (!ParseMetricValue(it->get<std::string>(), &v)) continue;
+      } else {
+        continue;
+      }
+      int64_t step = 0;
+      const int64_t* sptr = nullptr;
+      if (auto s = obj.find("step"); s != obj.end() && s->is_number_integer()) {
+        step = s->get<int64_t>();
+        sptr = &step;
+      }
+      out->push_back({c.rule.name, NextStep(c.rule.name, sptr), v});
+    }
+  }
+}
+
+}  // namespace tunectl

@@ -1,0 +1,59 @@
+// Metric extraction from job output lines: per-metric RE2 patterns (linear time, so no line can
+// stall the agent) and JSON-object lines. One extractor per run; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace re2 {
+class RE2;
+}
+
+namespace tunectl {
+
+struct MetricRule {
+  std::string name;
+  std::string pattern;   // group "value" (else group 1) is the value; group "step" the step
+  std::string json_key;  // instead of pattern: KEY of a JSON-object line; its "step" key the step
+};
+
+struct ExtractedSample {
+  std::string metric;
+  int64_t step = 0;
+  double value = 0;
+};
+
+class MetricExtractor {
+ public:
+  static Result<std::unique_ptr<MetricExtractor>> Create(const std::vector<MetricRule>& rules);
+  ~MetricExtractor();
+
+  // Appends every sample found in `line` (without its newline). A metric without a step in the
+  // line gets the next number of its own counter, starting at 1.
+  void ProcessLine(std::string_view line, std::vector<ExtractedSample>* out);
+
+ private:
+  struct Compiled {
+    MetricRule rule;
+    std::unique_ptr<re2::RE2> re;
+    int value_group = 1;  // 1-based
+    int step_group = 0;   // 0 = none
+  };
+  MetricExtractor() = default;
+  int64_t NextStep(const std::string& metric, const int64_t* explicit_step);
+
+  std::vector<Compiled> rules_;
+  bool has_json_ = false;
+  std::map<std::string, int64_t> last_step_;
+};
+
+// Parses a metric value: decimal or E notation; thousands separators (1,234.5) are ignored.
+bool ParseMetricValue(std::string_view text, double* out);
+
+}  // namespace tunectl

@@ -1,0 +1,51 @@
+#include "core/selector.h"
+
+namespace tunectl {
+
+bool SelectorMatches(const LabelMap& selector, const LabelMap& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+std::string FormatLabels(const LabelMap& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    if (!out.empty()) out += ",";
+    out += k + "=" + v;
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+std::string WaitReason(const LabelMap& selector, const std::vector<AgentView>& agents) {
+  const std::string sel = selector.empty() ? "any agent" : "selector " + FormatLabels(selector);
+  std::vector<const AgentView*> matching;
+  for (const auto& a : agents)
+    if (SelectorMatches(selector, a.labels)) matching.push_back(&a);
+  if (matching.empty()) {
+    std::string offered;
+    for (const auto& a : agents) {
+      if (!a.connected) continue;
+      if (!offered.empty()) offered += "; ";
+      offered += a.name + " {" + FormatLabels(a.labels) + "}";
+    }
+    if (offered.empty()) return "waiting: no agent is connected (" + sel + ")";
+    return "waiting: no connected agent matches " + sel + "; connected: " + offered;
+  }
+  bool any_connected = false;
+  for (const auto* a : matching) {
+    if (!a->connected) continue;
+    any_connected = true;
+    if (a->running < a->slots) return "waiting: dispatch to " + a->name + " pending";
+  }
+  if (!any_connected) {
+    std::string names;
+    for (const auto* a : matching) names += (names.empty() ? "" : ", ") + a->name;
+    return "waiting: agents matching " + sel + " are disconnected (" + names + ")";
+  }
+  return "waiting: all slots busy on agents matching " + sel;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,29 @@
+// Agent selection: which agents may run a job, and, when none can now, why (for `run list`).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tunectl {
+
+using LabelMap = std::map<std::string, std::string>;
+
+struct AgentView {
+  std::string name;
+  LabelMap labels;
+  int slots = 0;
+  int running = 0;
+  bool connected = false;
+};
+
+// Every selector key must be present in `labels` with the same value.
+bool SelectorMatches(const LabelMap& selector, const LabelMap& labels);
+
+// Why a queued run with `selector` is not running: no agents, none matching (naming the selector
+// and what agents offer), matching agents disconnected, or all matching slots busy.
+std::string WaitReason(const LabelMap& selector, const std::vector<AgentView>& agents);
+
+std::string FormatLabels(const LabelMap& labels);
+
+}  // namespace tunectl

@@ -1,0 +1,89 @@
+// Workload specification: the validated, typed form of a workload file (YAML; JSON accepted).
+// ParseWorkloadSpec never throws; every problem comes back as InvalidArgument naming the field
+// path (e.g. "params.num_workers.max"), the value and what is allowed. Value types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tunectl {
+
+enum class ParamType { kInt, kFloat, kBool, kEnum, kString };
+const char* ParamTypeName(ParamType t);
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  std::string default_value;  // canonical text form (see CanonicalParamValue)
+  std::optional<double> min;  // int and float only
+  std::optional<double> max;
+  std::vector<std::string> values;  // enum only
+  std::string description;
+};
+
+enum class Better { kHigher, kLower };
+enum class MetricRole { kPrimary, kGuardrail, kObserved };
+const char* BetterName(Better b);
+const char* RoleName(MetricRole r);
+
+struct MetricSpec {
+  std::string name;
+  std::string pattern;   // RE2; exactly one of pattern / json_key is set
+  std::string json_key;
+  std::string unit;
+  Better better = Better::kHigher;
+  MetricRole role = MetricRole::kObserved;
+  double min_effect = 0.05;  // smallest relative change worth acting on (0.03 = 3 %)
+  double tolerance = 0.0;    // guardrails: allowed relative worsening
+  std::string description;
+};
+
+struct RunPolicy {
+  int repeats = 5;
+  int warmup_steps = 0;                      // samples with step <= this are warm-up
+  int64_t timeout_ms = 60LL * 60 * 1000;     // 1h
+  std::map<std::string, std::string> selector;  // agent labels that must match
+};
+
+struct WorkloadSpec {
+  std::string name;
+  std::string description;
+  std::vector<std::string> command;             // argv templates
+  std::map<std::string, std::string> env;       // value templates
+  std::map<std::string, std::string> files;     // path (relative to the run dir) -> content template
+  std::vector<ParamSpec> params;                // in declaration order
+  std::vector<std::vector<std::string>> coupled;
+  std::vector<MetricSpec> metrics;              // in declaration order
+  RunPolicy run;
+
+  const ParamSpec* FindParam(std::string_view name) const;
+  const MetricSpec* FindMetric(std::string_view name) const;
+};
+
+using ParamValues = std::map<std::string, std::string>;
+
+// Parses and validates YAML or JSON text. `source` names the input in messages.
+Result<WorkloadSpec> ParseWorkloadSpec(std::string_view text, std::string_view source = "workload");
+
+// Canonical JSON (stable key order); ParseWorkloadSpec(ToJson(s)) == s.
+std::string WorkloadSpecToJson(const WorkloadSpec& spec);
+
+// Validates `raw` against the parameter's type and range; returns its canonical text.
+Result<std::string> CanonicalParamValue(const ParamSpec& p, std::string_view raw);
+
+// Every parameter at its default (config version 1).
+ParamValues DefaultParamValues(const WorkloadSpec& spec);
+
+// "10m", "1h30m", "45s", "250ms" -> milliseconds.
+Result<int64_t> ParseDurationMs(std::string_view text);
+
+// The declared name closest to `name` by edit distance, or "" when nothing is close.
+std::string NearestName(std::string_view name, const std::vector<std::string>& candidates);
+
+}  // namespace tunectl

@@ -1,0 +1,131 @@
+#include <mutex>
+
+#include "server/api/convert.h"
+#include "server/api/services.h"
+
+namespace tunectl {
+namespace {
+
+class GrpcSession : public AgentSession {
+ public:
+  explicit GrpcSession(grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* s)
+      : stream_(s) {}
+  bool Send(const v1::ServerMessage& m) override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (closed_) return false;
+    if (!stream_->Write(m)) closed_ = true;
+    return !closed_;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> g(mu_);
+    closed_ = true;
+  }
+
+ private:
+  std::mutex mu_;
+  bool closed_ = false;
+  grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream_;
+};
+
+std::vector<SampleIn> Samples(const v1::MetricBatch& b) {
+  std::vector<SampleIn> out;
+  out.reserve(static_cast<size_t>(b.samples_size()));
+  for (const auto& s : b.samples()) out.push_back({s.metric(), s.step(), s.value(), s.line_no()});
+  return out;
+}
+
+}  // namespace
+
+grpc::Status AgentServiceImpl::Session(
+    grpc::ServerContext*, grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
+  v1::AgentMessage in;
+  if (!stream->Read(&in)) return grpc::Status::OK;
+  if (!in.has_hello())
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message of a session must be Hello"};
+  const v1::Hello h = in.hello();  // a copy: `in` is reused by the read loop below
+  if (h.name().empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, "Hello.name: empty; every agent needs a name"};
+  if (h.slots() < 0 || h.slots() > 4096)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "Hello.slots: " + std::to_string(h.slots()) + " is out of range; allowed 0..4096"};
+  LabelMap labels(h.labels().begin(), h.labels().end());
+  const std::string session_id = opts_.server_id + "/" + std::to_string(next_session_++);
+  auto id = store_->RegisterAgent(h.name(), labels, h.slots(), h.version(), session_id);
+  if (!id.ok()) return ToGrpc(id.status());
+  std::vector<RunRef> active;
+  for (const auto& r : h.active_runs()) active.push_back({r.run_id(), r.attempt()});
+  auto requeued = store_->ReconcileAgentRuns(*id, active);
+  if (!requeued.ok()) return ToGrpc(requeued.status());
+
+  auto session = std::make_shared<GrpcSession>(stream);
+  session->agent_id = *id;
+  session->name = h.name();
+  session->labels = labels;
+  session->slots = h.slots();
+  v1::ServerMessage welcome;
+  welcome.mutable_welcome()->set_agent_id(*id);
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
+  if (!session->Send(welcome)) return grpc::Status::OK;
+  log_(LogLevel::kInfo, "agent " + h.name() + " connected (" + FormatLabels(labels) + ", " +
+                            std::to_string(h.slots()) + " slots, " +
+                            std::to_string(active.size()) + " active runs)");
+  dispatcher_->Register(session);
+
+  grpc::Status result = grpc::Status::OK;
+  while (stream->Read(&in)) {
+    Status st;
+    v1::ServerMessage ack;
+    switch (in.msg_case()) {
+      case v1::AgentMessage::kHeartbeat:
+        st = store_->TouchAgent(*id);
+        break;
+      case v1::AgentMessage::kRunStarted:
+        st = store_->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(), *id);
+        break;
+      case v1::AgentMessage::kMetricBatch: {
+        const auto& b = in.metric_batch();
+        auto stored = store_->StoreMetricBatch(b.run_id(), b.attempt(), b.seq(), Samples(b));
+        if (!stored.ok() && stored.status().code() == Status::Code::kInvalidArgument) {
+          log_(LogLevel::kWarn, "dropping metric batch for unknown run " +
+                                    std::to_string(b.run_id()) + ": " + stored.status().message());
+        } else if (!stored.ok()) {
+          st = stored.status();
+          break;
+        }
+        ack.mutable_ack()->set_run_id(b.run_id());
+        ack.mutable_ack()->set_attempt(b.attempt());
+        ack.mutable_ack()->set_seq(b.seq());
+        break;
+      }
+      case v1::AgentMessage::kRunFinished: {
+        const auto& f = in.run_finished();
+        RunResult res{f.exit_code(), f.signal(), f.reason(), f.stderr_tail(), f.batches(), f.lines()};
+        st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name());
+        if (!st.ok() && st.code() == Status::Code::kNotFound) st = Status::Ok();
+        if (st.ok()) {
+          ack.mutable_ack()->set_run_id(f.run_id());
+          ack.mutable_ack()->set_attempt(f.attempt());
+          ack.mutable_ack()->set_seq(f.seq());
+          dispatcher_->Notify();
+        }
+        break;
+      }
+      default:
+        break;  // newer agent message kinds are ignored by this server
+    }
+    if (!st.ok()) {
+      // Not acknowledged: end the session so the agent reconnects and resends what is unacked.
+      log_(LogLevel::kError, "agent " + h.name() + ": " + st.ToString());
+      result = ToGrpc(Status::Unavailable("server could not store agent data: " + st.message()));
+      break;
+    }
+    if (ack.has_ack() && !session->Send(ack)) break;
+  }
+  session->Close();
+  dispatcher_->Unregister(session.get());
+  store_->DisconnectAgent(*id, session_id);
+  log_(LogLevel::kInfo, "agent " + h.name() + " disconnected");
+  return result;
+}
+
+}  // namespace tunectl

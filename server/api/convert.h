@@ -1,0 +1,20 @@
+// Conversions between store rows and tunectl.v1 messages, and the single mapping of a domain
+// Status to grpc::Status. Pure functions.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "server/store/store.h"
+#include "tunectl/v1/tunectl.pb.h"
+
+namespace tunectl {
+
+grpc::Status ToGrpc(const Status& s);
+
+void ToProto(const WorkloadRow& w, v1::Workload* out);
+void ToProto(const BaselineRow& b, v1::Baseline* out);
+void ToProto(const RunRow& r, v1::Run* out);
+void ToProto(const AgentRow& a, v1::Agent* out);
+void ToProto(const LaunchPlan& p, v1::Assign* out);
+
+}  // namespace tunectl

@@ -1,0 +1,61 @@
+// gRPC handlers: convert proto <-> store rows and map errors once (convert.h). No SQL here.
+// Thread-safe: gRPC calls these from its thread pool.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "core/log.h"
+#include "server/dispatch/dispatcher.h"
+#include "server/store/store.h"
+#include "tunectl/v1/tunectl.grpc.pb.h"
+
+namespace tunectl {
+
+class TuningServiceImpl final : public v1::TuningService::Service {
+ public:
+  TuningServiceImpl(Store* store, Dispatcher* dispatcher) : store_(store), dispatcher_(dispatcher) {}
+
+  grpc::Status ApplyWorkload(grpc::ServerContext*, const v1::ApplyWorkloadRequest*,
+                             v1::ApplyWorkloadResponse*) override;
+  grpc::Status ListWorkloads(grpc::ServerContext*, const v1::ListWorkloadsRequest*,
+                             v1::ListWorkloadsResponse*) override;
+  grpc::Status CreateBaseline(grpc::ServerContext*, const v1::CreateBaselineRequest*,
+                              v1::Baseline*) override;
+  grpc::Status GetBaseline(grpc::ServerContext*, const v1::GetBaselineRequest*,
+                           v1::Baseline*) override;
+  grpc::Status ListBaselines(grpc::ServerContext*, const v1::ListBaselinesRequest*,
+                             v1::ListBaselinesResponse*) override;
+  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,
+                        v1::ListRunsResponse*) override;
+  grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest*, v1::Run*) override;
+  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+                          v1::ListAgentsResponse*) override;
+
+ private:
+  Store* store_;
+  Dispatcher* dispatcher_;
+};
+
+struct AgentServiceOptions {
+  int heartbeat_interval_ms = 2000;
+  std::string server_id;  // distinguishes sessions of this server process
+};
+
+class AgentServiceImpl final : public v1::AgentService::Service {
+ public:
+  AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts, LogFn log)
+      : store_(store), dispatcher_(dispatcher), opts_(std::move(opts)), log_(std::move(log)) {}
+
+  grpc::Status Session(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
+
+ private:
+  Store* store_;
+  Dispatcher* dispatcher_;
+  AgentServiceOptions opts_;
+  LogFn log_;
+  std::atomic<int64_t> next_session_{1};
+};
+
+}  // namespace tunectl

@@ -1,0 +1,103 @@
+#include "server/api/convert.h"
+#include "server/api/services.h"
+
+namespace tunectl {
+namespace {
+
+std::string Actor(grpc::ServerContext* ctx) {
+  auto it = ctx->client_metadata().find("tunectl-actor");
+  if (it == ctx->client_metadata().end()) return "user:unknown";
+  return "user:" + std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
+                                              const v1::ApplyWorkloadRequest* req,
+                                              v1::ApplyWorkloadResponse* resp) {
+  auto spec = ParseWorkloadSpec(req->spec(), req->source().empty() ? "workload" : req->source());
+  if (!spec.ok()) return ToGrpc(spec.status());
+  auto r = store_->ApplyWorkload(*spec, req->spec(), Actor(ctx));
+  if (!r.ok()) return ToGrpc(r.status());
+  ToProto(r->workload, resp->mutable_workload());
+  resp->set_action(r->action);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*, const v1::ListWorkloadsRequest*,
+                                              v1::ListWorkloadsResponse* resp) {
+  auto r = store_->ListWorkloads();
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& w : *r) ToProto(w, resp->add_workloads());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::CreateBaseline(grpc::ServerContext* ctx,
+                                               const v1::CreateBaselineRequest* req,
+                                               v1::Baseline* resp) {
+  auto id = store_->CreateBaseline(req->workload(), req->repeats(), Actor(ctx));
+  if (!id.ok()) return ToGrpc(id.status());
+  dispatcher_->Notify();
+  auto b = store_->GetBaseline(*id);
+  if (!b.ok()) return ToGrpc(b.status());
+  ToProto(*b, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetBaseline(grpc::ServerContext*, const v1::GetBaselineRequest* req,
+                                            v1::Baseline* resp) {
+  auto b = store_->GetBaseline(req->id());
+  if (!b.ok()) return ToGrpc(b.status());
+  ToProto(*b, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListBaselines(grpc::ServerContext*,
+                                              const v1::ListBaselinesRequest* req,
+                                              v1::ListBaselinesResponse* resp) {
+  auto r = store_->ListBaselines(req->workload());
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& b : *r) ToProto(b, resp->add_baselines());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* req,
+                                         v1::ListRunsResponse* resp) {
+  auto runs = store_->ListRuns(req->baseline_id(), req->limit());
+  if (!runs.ok()) return ToGrpc(runs.status());
+  auto agents = store_->ListAgents();
+  if (!agents.ok()) return ToGrpc(agents.status());
+  std::vector<AgentView> views;
+  for (const auto& a : *agents) views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
+  for (auto& r : *runs) {
+    if (r.state == "queued") r.wait_reason = WaitReason(r.selector, views);
+    ToProto(r, resp->add_runs());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunRequest* req,
+                                       v1::Run* resp) {
+  auto r = store_->GetRun(req->id());
+  if (!r.ok()) return ToGrpc(r.status());
+  if (r->state == "queued") {
+    auto agents = store_->ListAgents();
+    if (!agents.ok()) return ToGrpc(agents.status());
+    std::vector<AgentView> views;
+    for (const auto& a : *agents)
+      views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
+    r->wait_reason = WaitReason(r->selector, views);
+  }
+  ToProto(*r, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+                                           v1::ListAgentsResponse* resp) {
+  auto r = store_->ListAgents();
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& a : *r) ToProto(a, resp->add_agents());
+  return grpc::Status::OK;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,61 @@
+// Dispatcher: moves queued runs to connected agents with free slots and matching labels, and
+// expires silent agents (their runs are requeued as new attempts). One background thread;
+// Register/Unregister/Notify are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/log.h"
+#include "server/store/store.h"
+#include "tunectl/v1/tunectl.pb.h"
+
+namespace tunectl {
+
+// One connected agent stream. Send is thread-safe and returns false once the stream is gone.
+class AgentSession {
+ public:
+  virtual ~AgentSession() = default;
+  virtual bool Send(const v1::ServerMessage& m) = 0;
+  int64_t agent_id = 0;
+  std::string name;
+  LabelMap labels;
+  int slots = 0;
+};
+
+struct DispatcherOptions {
+  int interval_ms = 500;      // poll period when nothing notifies
+  int agent_timeout_s = 15;   // silent agents are expired after this
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(Store* store, DispatcherOptions opts, LogFn log);
+  ~Dispatcher();
+  void Start();
+  void Stop();
+  void Register(std::shared_ptr<AgentSession> s);
+  void Unregister(const AgentSession* s);
+  void Notify();
+  // One dispatch pass (also used by tests); returns the number of runs assigned.
+  int DispatchOnce();
+
+ private:
+  void Loop();
+
+  Store* store_;
+  DispatcherOptions opts_;
+  LogFn log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wake_ = false;
+  bool stop_ = false;
+  std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
+  std::thread thread_;
+};
+
+}  // namespace tunectl

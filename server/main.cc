@@ -1,0 +1,64 @@
+// tunectl-server: parse flags, wire, run until SIGINT/SIGTERM.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "server/server.h"
+
+int main(int argc, char** argv) {
+  tunectl::ServerOptions opts;
+  CLI::App app{"tunectl-server: keeps baselines, runs and metrics; dispatches runs to agents"};
+  app.add_option("--listen", opts.listen, "gRPC address HOST:PORT (port 0 = any free port)")
+      ->capture_default_str();
+  app.add_option("--db", opts.db,
+                 "PostgreSQL DSN or URI (postgresql://…); omit to run an embedded PostgreSQL");
+  app.add_option("--data-dir", opts.data_dir,
+                 "data directory for the embedded PostgreSQL (default " +
+                     tunectl::DefaultDataDir() + ")");
+  app.add_option("--pg-bin", opts.pg_bin, "PostgreSQL binaries for the embedded database")
+      ->capture_default_str();
+  app.add_option("--port-file", opts.port_file, "write the bound port to this file");
+  app.add_option("--agent-timeout", opts.agent_timeout_s,
+                 "seconds without heartbeat before an agent's runs are requeued")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 3600));
+  CLI11_PARSE(app, argc, argv);
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto log = [](tunectl::LogLevel l, const std::string& m) {
+    switch (l) {
+      case tunectl::LogLevel::kDebug: spdlog::debug("{}", m); break;
+      case tunectl::LogLevel::kInfo: spdlog::info("{}", m); break;
+      case tunectl::LogLevel::kWarn: spdlog::warn("{}", m); break;
+      case tunectl::LogLevel::kError: spdlog::error("{}", m); break;
+    }
+  };
+  auto server = tunectl::Server::Start(opts, log);
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().message());
+    return 1;
+  }
+  spdlog::info("tunectl-server listening on {} (port {})", opts.listen, (*server)->port());
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    spdlog::info("signal {}: shutting down", sig);
+    (*server)->Shutdown();
+  });
+  (*server)->Wait();
+  if (waiter.joinable()) {
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+  }
+  server->reset();
+  spdlog::info("stopped");
+  return 0;
+}

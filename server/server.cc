@@ -1,0 +1,116 @@
+#include "server/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "server/api/services.h"
+#include "server/dispatch/dispatcher.h"
+#include "server/store/embedded_pg.h"
+#include "server/store/migrations.h"
+#include "server/store/store.h"
+#include "sys/files.h"
+
+namespace tunectl {
+namespace {
+
+class ServerImpl : public Server {
+ public:
+  int port() const override { return port_; }
+  void Wait() override {
+    if (grpc_) grpc_->Wait();
+  }
+  void Shutdown() override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (down_) return;
+    down_ = true;
+    if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    if (dispatcher_) dispatcher_->Stop();
+  }
+  ~ServerImpl() override {
+    Shutdown();
+    grpc_.reset();
+    tuning_.reset();
+    agents_.reset();
+    dispatcher_.reset();
+    store_.reset();
+    pool_.reset();
+    if (pg_) pg_->Stop();
+  }
+
+  std::unique_ptr<ProcessLauncher> launcher_;
+  std::unique_ptr<EmbeddedPostgres> pg_;
+  std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<TuningServiceImpl> tuning_;
+  std::unique_ptr<AgentServiceImpl> agents_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int port_ = 0;
+  std::mutex mu_;
+  bool down_ = false;
+};
+
+}  // namespace
+
+std::string DefaultDataDir() {
+  if (geteuid() == 0) return "/var/lib/tunectl";
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/tunectl";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/tunectl";
+  return "/tmp/tunectl-" + std::to_string(geteuid());
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn log) {
+  auto s = std::make_unique<ServerImpl>();
+  s->launcher_ = NewPosixProcessLauncher();
+  std::string dsn = opts.db;
+  if (dsn.empty()) {
+    EmbeddedPgOptions pg;
+    pg.data_dir = opts.data_dir.empty() ? DefaultDataDir() : opts.data_dir;
+    pg.pg_bin = opts.pg_bin;
+    auto started = EmbeddedPostgres::Start(pg, *s->launcher_,
+                                           [&](const std::string& m) { log(LogLevel::kInfo, m); });
+    if (!started.ok()) return started.status();
+    s->pg_ = std::move(*started);
+    dsn = s->pg_->dsn();
+  }
+  auto pool = ConnectionPool::Open(dsn, 16);
+  if (!pool.ok()) return pool.status();
+  s->pool_ = std::move(*pool);
+  auto applied = ApplyMigrations(*s->pool_, EmbeddedMigrations());
+  if (!applied.ok()) return applied.status();
+  if (*applied > 0) log(LogLevel::kInfo, "applied " + std::to_string(*applied) + " migration(s)");
+  s->store_ = std::make_unique<Store>(s->pool_.get());
+
+  DispatcherOptions dopts;
+  dopts.interval_ms = opts.dispatch_interval_ms;
+  dopts.agent_timeout_s = opts.agent_timeout_s;
+  s->dispatcher_ = std::make_unique<Dispatcher>(s->store_.get(), dopts, log);
+  s->tuning_ = std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get());
+  AgentServiceOptions aopts;
+  aopts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  aopts.server_id = std::string(host) + ":" + std::to_string(getpid());
+  s->agents_ = std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(), aopts, log);
+
+  grpc::ServerBuilder b;
+  b.AddListeningPort(opts.listen, grpc::InsecureServerCredentials(), &s->port_);
+  b.RegisterService(s->tuning_.get());
+  b.RegisterService(s->agents_.get());
+  b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 4);
+  s->grpc_ = b.BuildAndStart();
+  if (!s->grpc_ || s->port_ == 0)
+    return Status::Unavailable("cannot listen on " + opts.listen +
+                               " (address in use or invalid); pass --listen HOST:PORT");
+  s->dispatcher_->Start();
+  if (!opts.port_file.empty()) {
+    if (auto st = WriteFileAtomic(opts.port_file, std::to_string(s->port_) + "\n"); !st.ok())
+      return st;
+  }
+  return std::unique_ptr<Server>(std::move(s));
+}
+
+}  // namespace tunectl

@@ -1,0 +1,36 @@
+// tunectl-server wiring: storage (embedded or external PostgreSQL), migrations, dispatcher and
+// the gRPC services on one port. Start() returns once serving; Shutdown() is thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/log.h"
+#include "core/status.h"
+
+namespace tunectl {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:7443";  // host:port; port 0 picks a free one
+  std::string db;                         // libpq DSN or URI; "" = embedded PostgreSQL
+  std::string data_dir;                   // embedded PostgreSQL lives in <data_dir>/pg
+  std::string pg_bin = "/usr/lib/postgresql/15/bin";
+  std::string port_file;                  // if set, the bound port is written here
+  int heartbeat_interval_ms = 2000;
+  int agent_timeout_s = 15;               // silent agents' runs are requeued after this
+  int dispatch_interval_ms = 500;
+};
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& opts, LogFn log);
+  virtual ~Server() = default;
+  virtual int port() const = 0;
+  virtual void Wait() = 0;      // until Shutdown
+  virtual void Shutdown() = 0;  // stops serving, the dispatcher and embedded PostgreSQL
+};
+
+// ~/.local/share/tunectl (or $XDG_DATA_HOME/tunectl); /var/lib/tunectl for root.
+std::string DefaultDataDir();
+
+}  // namespace tunectl

@@ -1,0 +1,59 @@
+#include "server/store/pool.h"
+
+#include <pqxx/pqxx>
+
+namespace tunectl {
+
+ConnectionPool::Lease::Lease(ConnectionPool* pool, std::unique_ptr<pqxx::connection> c)
+    : pool_(pool), conn_(std::move(c)) {}
+ConnectionPool::Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), conn_(std::move(o.conn_)) {}
+ConnectionPool::Lease::~Lease() {
+  if (conn_) pool_->Release(std::move(conn_));
+}
+
+Result<std::unique_ptr<ConnectionPool>> ConnectionPool::Open(const std::string& dsn,
+                                                             int max_size) {
+  std::unique_ptr<ConnectionPool> p(new ConnectionPool(dsn, max_size));
+  try {
+    auto c = std::make_unique<pqxx::connection>(dsn);
+    p->idle_.push_back(std::move(c));
+    p->open_ = 1;
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+  }
+  return p;
+}
+
+ConnectionPool::~ConnectionPool() = default;
+
+Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return !idle_.empty() || open_ < max_; });
+  if (!idle_.empty()) {
+    auto c = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(c));
+  }
+  ++open_;
+  l.unlock();
+  try {
+    return Lease(this, std::make_unique<pqxx::connection>(dsn_));
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> g(mu_);
+    --open_;
+    cv_.notify_one();
+    return Status::Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+  }
+}
+
+void ConnectionPool::Release(std::unique_ptr<pqxx::connection> c) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (c->is_open()) {
+    idle_.push_back(std::move(c));
+  } else {
+    --open_;
+  }
+  cv_.notify_one();
+}
+
+}  // namespace tunectl

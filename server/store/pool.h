@@ -1,0 +1,52 @@
+// A small pool of libpqxx connections. Thread-safe; a Lease returns its connection on
+// destruction (a broken connection is dropped and reopened on the next Acquire).
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <pqxx/connection>
+
+#include "core/status.h"
+
+
+namespace tunectl {
+
+class ConnectionPool {
+ public:
+  class Lease {
+   public:
+    Lease(ConnectionPool* pool, std::unique_ptr<pqxx::connection> c);
+    Lease(Lease&&) noexcept;
+    ~Lease();
+    pqxx::connection& operator*() { return *conn_; }
+    pqxx::connection* operator->() { return conn_.get(); }
+
+   private:
+    ConnectionPool* pool_;
+    std::unique_ptr<pqxx::connection> conn_;
+  };
+
+  // Opens one connection to check `dsn`; Unavailable with the server's message when it fails.
+  static Result<std::unique_ptr<ConnectionPool>> Open(const std::string& dsn, int max_size = 8);
+  ~ConnectionPool();
+
+  Result<Lease> Acquire();
+  const std::string& dsn() const { return dsn_; }
+
+ private:
+  ConnectionPool(std::string dsn, int max_size) : dsn_(std::move(dsn)), max_(max_size) {}
+  void Release(std::unique_ptr<pqxx::connection> c);
+
+  std::string dsn_;
+  int max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  int open_ = 0;
+};
+
+}  // namespace tunectl

@@ -1,0 +1,177 @@
+// Store: every read and write of tunectl state in PostgreSQL. Each method is one transaction;
+// every state change writes its audit event in that same transaction. libpqxx exceptions are
+// caught here and mapped once to Status (NotFound, InvalidArgument, Unavailable, Internal).
+// Thread-safe (connections come from the pool).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/selector.h"
+#include "core/spec.h"
+#include "core/stats.h"
+#include "core/status.h"
+#include "server/store/pool.h"
+
+namespace tunectl {
+
+struct WorkloadRow {
+  int64_t id = 0;
+  std::string name;
+  std::string description;
+  WorkloadSpec spec;
+  std::string spec_json;
+  int spec_revision = 0;
+  int64_t config_id = 0;      // current config version
+  int config_version = 0;
+  ParamValues config_params;
+  std::string created_at;
+};
+
+struct ApplyResult {
+  WorkloadRow workload;
+  std::string action;  // created | updated | unchanged
+};
+
+struct MetricSummaryRow {
+  std::string metric;
+  Descriptive stats;
+};
+
+struct BaselineRow {
+  int64_t id = 0;
+  std::string workload;
+  int config_version = 0;
+  ParamValues params;
+  int repeats = 0;
+  std::string state;
+  int runs_succeeded = 0, runs_failed = 0, runs_active = 0;
+  std::vector<MetricSummaryRow> summaries;  // in the workload's metric order
+  WorkloadSpec spec;                        // for units / roles
+  std::string created_at, finished_at;
+};
+
+struct RunMetricRow {
+  std::string metric;
+  int samples = 0, steady = 0;
+  std::optional<double> median, min, max;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  int64_t baseline_id = 0;
+  std::string workload;
+  int idx = 0;
+  int attempt = 0;
+  std::string state;
+  std::string agent;
+  ParamValues params;
+  LabelMap selector;
+  std::optional<int> exit_code, signal;
+  std::string reason, stderr_tail, wait_reason;
+  int64_t samples = 0;
+  std::vector<RunMetricRow> metrics;
+  std::string created_at, started_at, finished_at;
+};
+
+struct AgentRow {
+  int64_t id = 0;
+  std::string name;
+  LabelMap labels;
+  int slots = 0;
+  int running = 0;
+  bool connected = false;
+  std::string version;
+  std::string last_seen;
+};
+
+// What an agent needs to execute a claimed run.
+struct LaunchPlan {
+  int64_t run_id = 0;
+  int attempt = 0;
+  std::string workload;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> files;
+  std::vector<MetricRule> metrics;
+  int64_t timeout_ms = 0;
+};
+
+struct RunRef {
+  int64_t run_id = 0;
+  int attempt = 0;
+  bool operator<(const RunRef& o) const {
+    return run_id != o.run_id ? run_id < o.run_id : attempt < o.attempt;
+  }
+};
+
+struct SampleIn {
+  std::string metric;
+  int64_t step = 0;
+  double value = 0;
+  int64_t line_no = 0;
+};
+
+struct RunResult {
+  int exit_code = 0;
+  int signal = 0;
+  std::string reason;  // "", timeout, cancelled, launch_failed: …
+  std::string stderr_tail;
+  int64_t batches = 0;
+  int64_t lines = 0;
+};
+
+class Store {
+ public:
+  explicit Store(ConnectionPool* pool) : pool_(pool) {}
+
+  // Workloads
+  Result<ApplyResult> ApplyWorkload(const WorkloadSpec& spec, const std::string& text,
+                                    const std::string& actor);
+  Result<std::vector<WorkloadRow>> ListWorkloads();
+  Result<WorkloadRow> GetWorkload(const std::string& name);
+
+  // Baselines: creates the baseline and its queued runs at the workload's current config.
+  Result<int64_t> CreateBaseline(const std::string& workload, int repeats, const std::string& actor);
+  Result<BaselineRow> GetBaseline(int64_t id);
+  Result<std::vector<BaselineRow>> ListBaselines(const std::string& workload);
+
+  // Runs
+  Result<std::vector<RunRow>> ListRuns(int64_t baseline_id, int limit);
+  Result<RunRow> GetRun(int64_t id);
+
+  // Agents
+  Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
+                                const std::string& version, const std::string& session);
+  Status TouchAgent(int64_t agent_id);
+  // Marks the agent disconnected if `session` still owns it.
+  Status DisconnectAgent(int64_t agent_id, const std::string& session);
+  Result<std::vector<AgentRow>> ListAgents();
+
+  // Runs this agent holds in assigned/running state that it did not report as active are
+  // requeued (new attempt) or marked lost when out of attempts. Returns how many.
+  Result<int> ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active);
+  // Agents silent for longer than `timeout_s`: disconnect them and reconcile their runs.
+  Result<int> ExpireAgents(int timeout_s);
+
+  // Dispatch: claims queued runs whose selector matches `labels`, up to the agent's free slots
+  // (`slots` minus its assigned/running runs), atomically (FOR UPDATE SKIP LOCKED): two claimers
+  // never get the same run.
+  Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots);
+  Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id);
+  // Stores a batch once: returns false when (run, attempt, seq) was already stored.
+  Result<bool> StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
+                                const std::vector<SampleIn>& samples);
+  // Terminal state for the attempt, run summary, and baseline completion when it was the last.
+  // A stale attempt (superseded) changes nothing. Idempotent.
+  Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor);
+
+ private:
+  ConnectionPool* pool_;
+};
+
+}  // namespace tunectl

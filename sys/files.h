@@ -1,0 +1,30 @@
+// Small file-system helpers (effects; not for core/). Errors come back as Status.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace tunectl {
+
+Result<std::string> ReadFile(const std::string& path);
+// Writes via a temporary file and rename, so readers never see a partial file.
+Status WriteFileAtomic(const std::string& path, const std::string& content);
+Status MakeDirs(const std::string& path, int mode = 0755);
+
+// An exclusive advisory lock (flock) on a file, held for the object's lifetime.
+class FileLock {
+ public:
+  // Fails with FailedPrecondition when another process holds the lock.
+  static Result<FileLock> Acquire(const std::string& path);
+  FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FileLock& operator=(FileLock&&) = delete;
+  FileLock(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace tunectl

@@ -1,0 +1,67 @@
+// Launching child processes. ProcessLauncher is the one seam for process creation: the real
+// implementation uses posix_spawn with the child in its own process group (so a signal reaches
+// the whole job tree); tests may substitute a recording fake. A Process is used by one thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tunectl {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env_overrides;  // added to (or replacing in) the parent's env
+  std::string cwd;                                   // "" = the parent's
+};
+
+struct ExitStatus {
+  int exit_code = 0;  // valid when signal == 0
+  int signal = 0;
+  bool ok() const { return signal == 0 && exit_code == 0; }
+  std::string ToString() const;
+};
+
+enum class Stream { kStdout, kStderr };
+
+class Process {
+ public:
+  using LineFn = std::function<void(Stream, std::string_view)>;
+  virtual ~Process() = default;
+  virtual int pid() const = 0;
+  // Waits up to `timeout` for output and calls `on_line` for each complete line (without the
+  // newline; lines over 1 MiB are split). Returns false once both streams reached end of file
+  // (a final unterminated line is delivered first).
+  virtual bool Poll(std::chrono::milliseconds timeout, const LineFn& on_line) = 0;
+  // Sends `sig` to the child's process group.
+  virtual void Signal(int sig) = 0;
+  // Blocks until the child exits; idempotent.
+  virtual ExitStatus Wait() = 0;
+  // The exit status if the child has exited, without blocking.
+  virtual std::optional<ExitStatus> TryWait() = 0;
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  virtual Result<std::unique_ptr<Process>> Start(const ProcessSpec& spec) = 0;
+};
+
+std::unique_ptr<ProcessLauncher> NewPosixProcessLauncher();
+
+struct CommandResult {
+  ExitStatus status;
+  std::string output;  // stdout and stderr, interleaved by line
+};
+
+// Runs a command to completion, collecting its output.
+Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec);
+
+}  // namespace tunectl
