@@ -29,29 +29,29 @@ std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string FormatDouble(double v) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
   if (ec != std::errc()) return std::to_string(v);
   return std::string(buf, end);
 }
 
 // Converts JSON text into a YAML node tree so that one validator serves both formats.
-YAML::Node JsonToYaml(const nlohmann::json& j) {
+YAML::Node JsonToYaml(const ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::object: {
+    case ordered_json::value_t::object: {
       YAML::Node n(YAML::NodeType::Map);
       for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = JsonToYaml(it.value());
       return n;
     }
-    case nlohmann::json::value_t::array: {
+    case ordered_json::value_t::array: {
       YAML::Node n(YAML::NodeType::Sequence);
       for (const auto& e : j) n.push_back(JsonToYaml(e));
       return n;
     }
-    case nlohmann::json::value_t::string:
+    case ordered_json::value_t::string:
       return YAML::Node(j.get<std::string>());
-    case nlohmann::json::value_t::null:
+    case ordered_json::value_t::null:
       return YAML::Node(YAML::NodeType::Null);
-    case nlohmann::json::value_t::number_float:
+    case ordered_json::value_t::number_float:
       return YAML::Node(FormatDouble(j.get<double>()));
     default:
       return YAML::Node(j.dump());
@@ -477,7 +477,7 @@ Result<WorkloadSpec> ParseWorkloadSpec(std::string_view text, std::string_view s
   size_t first = text.find_first_not_of(" \t\r\n");
   try {
     if (first != std::string_view::npos && text[first] == '{') {
-      auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+      auto j = ordered_json::parse(text.begin(), text.end(), nullptr, false);
       if (j.is_discarded())
         return Status::InvalidArgument(std::string(source) + ": not valid JSON");
       root = JsonToYaml(j);

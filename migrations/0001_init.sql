@@ -8,7 +8,7 @@ CREATE TABLE workloads (
   id            bigserial PRIMARY KEY,
   name          text NOT NULL UNIQUE,
   description   text NOT NULL DEFAULT '',
-  spec          jsonb NOT NULL,          -- validated, normalised spec
+  spec          json NOT NULL,           -- validated, normalised spec (json keeps declaration order)
   spec_text     text NOT NULL,           -- as the user submitted it
   spec_revision int NOT NULL DEFAULT 1,
   created_at    timestamptz NOT NULL DEFAULT now(),

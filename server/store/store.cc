@@ -243,7 +243,7 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
     std::string action;
     if (cur.empty()) {
       int64_t id = w.exec_params1(
-          "INSERT INTO workloads(name, description, spec, spec_text) VALUES ($1,$2,$3::jsonb,$4) "
+          "INSERT INTO workloads(name, description, spec, spec_text) VALUES ($1,$2,$3::json,$4) "
           "RETURNING id",
           spec.name, spec.description, spec_json, text)[0].as<int64_t>();
       int64_t cfg = w.exec_params1(
@@ -259,7 +259,7 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
         action = "unchanged";
       } else {
         w.exec_params0(
-            "UPDATE workloads SET description = $2, spec = $3::jsonb, spec_text = $4, "
+            "UPDATE workloads SET description = $2, spec = $3::json, spec_text = $4, "
             "spec_revision = spec_revision + 1, updated_at = now() WHERE id = $1",
             id, spec.description, spec_json, text);
         auto c = w.exec_params1(

@@ -1,0 +1,298 @@
+#include "server/store/store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "server/store/migrations.h"
+#include "tests/db/test_db.h"
+
+namespace tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+WorkloadSpec Spec(const std::string& name = "demo", const std::string& selector = "pool: cpu") {
+  auto s = ParseWorkloadSpec("name: " + name + R"(
+command: [python3, train.py, --nw, "{num_workers}"]
+params:
+  num_workers: {type: int, default: 1, min: 0, max: 64}
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
+  loss: {json: loss, better: lower, role: guardrail}
+run: {repeats: 3, warmup_steps: 2, selector: {)" + selector + "}}\n");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+int64_t AddAgent(Store& st, const std::string& name, LabelMap labels = {{"pool", "cpu"}}, int slots = 4) {
+  auto id = st.RegisterAgent(name, labels, slots, "test", "session-" + name);
+  EXPECT_TRUE(id.ok()) << id.status().message();
+  return *id;
+}
+
+TEST(Migrations, ApplyTwiceWithoutError) {
+  TUNECTL_TEST_DB(db);
+  auto again = ApplyMigrations(db->pool(), EmbeddedMigrations());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM schema_migrations"),
+            std::to_string(EmbeddedMigrations().size()));
+}
+
+TEST(Migrations, ConcurrentServersDoNotRace) {
+  TUNECTL_TEST_DB(db);
+  // A second, fresh database migrated by two pools at once: the advisory lock serialises them.
+  auto other = TestDb::Create();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->Scalar("SELECT count(*) FROM schema_migrations"),
+            std::to_string(EmbeddedMigrations().size()));
+  std::vector<Result<int>> results(2, Status::Internal("not run"));
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.emplace_back([&, i] { results[i] = ApplyMigrations(other->pool(), EmbeddedMigrations()); });
+  for (auto& t : ts) t.join();
+  for (auto& r : results) ASSERT_TRUE(r.ok()) << r.status().message();
+}
+
+TEST(Store, ApplyWorkloadCreatesThenReportsUnchangedThenUpdated) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  auto a = st.ApplyWorkload(Spec(), "text", "user:t");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->action, "created");
+  EXPECT_EQ(a->workload.config_version, 1);
+  EXPECT_EQ(a->workload.config_params.at("num_workers"), "1");
+  auto b = st.ApplyWorkload(Spec(), "text", "user:t");
+  EXPECT_EQ(b->action, "unchanged");
+  WorkloadSpec changed = Spec();
+  changed.description = "new words";
+  auto c = st.ApplyWorkload(changed, "text2", "user:t");
+  EXPECT_EQ(c->action, "updated");
+  EXPECT_EQ(c->workload.spec_revision, 2);
+  EXPECT_EQ(c->workload.config_version, 1);  // same parameters: same config
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events WHERE entity = 'workload'"), "2");
+}
+
+TEST(Store, CreateBaselineQueuesRunsWithResolvedLaunch) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto id = st.CreateBaseline("", 0, "user:t");  // the only workload; its repeats
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  auto b = st.GetBaseline(*id);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->repeats, 3);
+  EXPECT_EQ(b->state, "running");
+  EXPECT_EQ(b->runs_active, 3);
+  EXPECT_EQ(db->Scalar("SELECT launch->'argv'->>3 FROM runs LIMIT 1"), "1");
+}
+
+TEST(Store, CreateBaselineForUnknownWorkloadChangesNothing) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  const std::string audit_before = db->Scalar("SELECT count(*) FROM audit_events");
+  auto id = st.CreateBaseline("nope", 2, "user:t");
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), Status::Code::kNotFound);
+  EXPECT_THAT(id.status().message(), HasSubstr("workload \"nope\" not found; known workloads: demo"));
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM baselines"), "0");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs"), "0");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events"), audit_before);
+}
+
+TEST(Store, CreateBaselineWithSeveralWorkloadsNeedsAName) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec("a"), "t", "user:t").ok());
+  ASSERT_TRUE(st.ApplyWorkload(Spec("b"), "t", "user:t").ok());
+  auto id = st.CreateBaseline("", 0, "user:t");
+  ASSERT_FALSE(id.ok());
+  EXPECT_THAT(id.status().message(), HasSubstr("several workloads exist (a, b)"));
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs"), "0");
+}
+
+TEST(Store, DuplicateMetricBatchIsStoredOnce) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  int64_t agent = AddAgent(st, "n1");
+  auto claimed = st.ClaimRuns(agent, {{"pool", "cpu"}}, 4);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->size(), 1u);
+  const int64_t run = (*claimed)[0].run_id;
+  std::vector<SampleIn> samples = {{"sps", 1, 10.0, 1}, {"sps", 2, 11.0, 2}, {"loss", 1, 2.5, 3}};
+  auto first = st.StoreMetricBatch(run, 1, 1, samples);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_TRUE(*first);
+  auto again = st.StoreMetricBatch(run, 1, 1, samples);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "3");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_batches"), "1");
+  // Another attempt's batch with the same seq is a different batch.
+  EXPECT_TRUE(*st.StoreMetricBatch(run, 2, 1, samples));
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "6");
+}
+
+TEST(Store, MetricBatchForUnknownRunIsRejected) {
+  TUNECTL_TEST_DB(db);
+  auto r = db->store().StoreMetricBatch(999, 1, 1, {{"x", 1, 1.0, 1}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "0");
+}
+
+TEST(Store, TwoDispatchersNeverClaimTheSameRun) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(st.CreateBaseline("demo", 20, "user:t").ok());
+  // Two stores on separate pools, as two servers would be.
+  auto pool2 = ConnectionPool::Open(db->dsn(), 4);
+  ASSERT_TRUE(pool2.ok());
+  Store other(pool2->get());
+  std::vector<int64_t> agents;
+  for (int i = 0; i < 8; ++i) agents.push_back(AddAgent(st, "n" + std::to_string(i), {{"pool", "cpu"}}, 1000));
+  std::vector<std::vector<int64_t>> got(8);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) {
+    ts.emplace_back([&, i] {
+      Store& s = i % 2 ? other : st;
+      for (int k = 0; k < 10; ++k) {
+        auto c = s.ClaimRuns(agents[i], {{"pool", "cpu"}}, 3 * (k + 1));
+        ASSERT_TRUE(c.ok()) << c.status().message();
+        for (const auto& p : *c) got[i].push_back(p.run_id);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  std::set<int64_t> all;
+  size_t total = 0;
+  for (const auto& g : got) {
+    total += g.size();
+    all.insert(g.begin(), g.end());
+  }
+  EXPECT_EQ(all.size(), total) << "a run was claimed twice";
+  EXPECT_EQ(total, 200u);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned'"), "200");
+}
+
+TEST(Store, ClaimRespectsSelectorAndFreeSlots) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec("g", "pool: gpu"), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("g", 3, "user:t").ok());
+  int64_t cpu = AddAgent(st, "cpu-node", {{"pool", "cpu"}}, 4);
+  EXPECT_TRUE(st.ClaimRuns(cpu, {{"pool", "cpu"}}, 4)->empty());
+  int64_t gpu = AddAgent(st, "gpu-node", {{"pool", "gpu"}, {"gpu", "a100"}}, 2);
+  EXPECT_EQ(st.ClaimRuns(gpu, {{"pool", "gpu"}, {"gpu", "a100"}}, 2)->size(), 2u);
+  EXPECT_TRUE(st.ClaimRuns(gpu, {{"pool", "gpu"}, {"gpu", "a100"}}, 2)->empty());  // slots full
+}
+
+TEST(Store, FinishedRunsCompleteTheBaselineWithSummary) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto bid = st.CreateBaseline("demo", 3, "user:t");
+  int64_t agent = AddAgent(st, "n1");
+  auto plans = st.ClaimRuns(agent, {{"pool", "cpu"}}, 3);
+  ASSERT_EQ(plans->size(), 3u);
+  const double level[] = {100, 110, 120};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& p = (*plans)[i];
+    ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+    // warm-up steps 1-2 are slow outliers; steady steps 3..6 are level[i]
+    std::vector<SampleIn> s = {{"sps", 1, 1.0, 1}, {"sps", 2, 1.0, 2}};
+    for (int k = 3; k <= 6; ++k) s.push_back({"sps", k, level[i], k});
+    ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+    ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 6}, "agent:n1").ok());
+    auto b = st.GetBaseline(*bid);
+    EXPECT_EQ(b->state, i < 2 ? "running" : "completed");
+  }
+  auto b = st.GetBaseline(*bid);
+  ASSERT_EQ(b->summaries.size(), 1u);
+  EXPECT_EQ(b->summaries[0].metric, "sps");
+  EXPECT_EQ(b->summaries[0].stats.n, 3);
+  EXPECT_DOUBLE_EQ(b->summaries[0].stats.median, 110);
+  EXPECT_DOUBLE_EQ(b->summaries[0].stats.stddev, 10);
+  auto run = st.GetRun((*plans)[0].run_id);
+  ASSERT_EQ(run->metrics.size(), 2u);  // loss has no samples but is listed
+  EXPECT_EQ(run->metrics[1].metric, "sps");
+  EXPECT_EQ(run->metrics[1].steady, 4);
+  EXPECT_EQ(run->samples, 6);
+  // Finishing again (a resent RunFinished) changes nothing.
+  ASSERT_TRUE(st.FinishRun((*plans)[0].run_id, 1, {1, 0, "", "", 1, 6}, "agent:n1").ok());
+  EXPECT_EQ(st.GetRun((*plans)[0].run_id)->state, "succeeded");
+}
+
+TEST(Store, FailedRunKeepsReasonAndBaselineFailsWhenNoRunSucceeds) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto bid = st.CreateBaseline("demo", 1, "user:t");
+  int64_t agent = AddAgent(st, "n1");
+  auto p = (*st.ClaimRuns(agent, {{"pool", "cpu"}}, 1))[0];
+  ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 9, "", "oom", 0, 3}, "agent:n1").ok());
+  auto run = st.GetRun(p.run_id);
+  EXPECT_EQ(run->state, "failed");
+  EXPECT_EQ(run->reason, "killed by signal 9");
+  EXPECT_EQ(run->stderr_tail, "oom");
+  EXPECT_EQ(st.GetBaseline(*bid)->state, "failed");
+}
+
+TEST(Store, RunsOfASilentAgentAreRequeuedAsNewAttempts) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  int64_t agent = AddAgent(st, "n1");
+  ASSERT_EQ(st.ClaimRuns(agent, {{"pool", "cpu"}}, 2)->size(), 2u);
+  db->Scalar("UPDATE agents SET last_seen = now() - interval '1 hour'");
+  auto n = st.ExpireAgents(15);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 2);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued' AND attempt = 2"), "2");
+  EXPECT_EQ(db->Scalar("SELECT connected::text FROM agents"), "false");
+  // A late RunFinished of the superseded attempt changes nothing.
+  int64_t run = std::stoll(db->Scalar("SELECT min(id) FROM runs"));
+  ASSERT_TRUE(st.FinishRun(run, 1, {0, 0, "", "", 0, 0}, "agent:n1").ok());
+  EXPECT_EQ(st.GetRun(run)->state, "queued");
+}
+
+TEST(Store, ReconnectKeepsReportedRunsAndRequeuesTheRest) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  int64_t agent = AddAgent(st, "n1");
+  auto plans = *st.ClaimRuns(agent, {{"pool", "cpu"}}, 2);
+  auto n = st.ReconcileAgentRuns(agent, {{plans[0].run_id, plans[0].attempt}});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(st.GetRun(plans[0].run_id)->state, "assigned");
+  EXPECT_EQ(st.GetRun(plans[1].run_id)->state, "queued");
+}
+
+TEST(Store, RunOutOfAttemptsIsLostAndCompletesBaseline) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto bid = st.CreateBaseline("demo", 1, "user:t");
+  int64_t agent = AddAgent(st, "n1");
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_EQ(st.ClaimRuns(agent, {{"pool", "cpu"}}, 1)->size(), 1u);
+    ASSERT_TRUE(st.ReconcileAgentRuns(agent, {}).ok());
+  }
+  auto run = st.GetRun(std::stoll(db->Scalar("SELECT min(id) FROM runs")));
+  EXPECT_EQ(run->state, "lost");
+  EXPECT_THAT(run->reason, HasSubstr("lost after 3 attempts"));
+  EXPECT_EQ(st.GetBaseline(*bid)->state, "failed");
+}
+
+}  // namespace
+}  // namespace tunectl

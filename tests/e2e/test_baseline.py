@@ -1,0 +1,172 @@
+"""End to end: server (embedded PostgreSQL) + agent + CLI, `workload apply`, `baseline create`."""
+import json
+import os
+import subprocess
+import time
+import unittest
+
+from cluster import BIN, SRC, Cluster, metric_lines
+
+DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
+DEMO_PATTERNS = [r"samples/s: (?P<value>[0-9.]+)", r"step_time_ms: ([0-9.]+)"]
+
+
+def demo_variant(old, new, text=None):
+    with open(DEMO) as f:
+        text = text or f.read()
+    assert old in text, old
+    return text.replace(old, new)
+
+
+class BaselineE2E(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster()
+        cls.c.start_agent("node-1", labels=("pool=cpu", "gpu=none"), slots=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+
+    def assert_no_loss_no_duplicates(self, baseline_id):
+        runs = self.c.json("run", "list", "--baseline", str(baseline_id))
+        self.assertTrue(runs)
+        for r in runs:
+            self.assertEqual(r["state"], "succeeded", r)
+            log = os.path.join(self.c.runs_dir(r["agent"]), f"{r['id']}-{r['attempt']}", "output.log")
+            printed = metric_lines(log, DEMO_PATTERNS, ["loss"])
+            self.assertGreater(printed, 0)
+            self.assertEqual(r["samples"], printed, f"run {r['id']}: stored vs printed")
+
+    def test_1_baseline_end_to_end(self):
+        c = self.c
+        p = c.cli("workload", "apply", "-f", DEMO)
+        self.assertIn("workload demo created", p.stdout)
+        # no flags: the only workload, repeats from its run policy (5)
+        p = c.cli("baseline", "create", "--wait", "-o", "json")
+        self.assertIn("runs done", p.stderr)  # progress while it runs
+        b = json.loads(p.stdout)
+        self.assertEqual(b["state"], "completed")
+        self.assertEqual(b["repeats"], 5)
+        self.assertEqual(b["runs"]["succeeded"], 5)
+        by_metric = {s["metric"]: s for s in b["summary"]}
+        self.assertEqual(set(by_metric), {"samples_per_s", "step_time_ms", "loss"})
+        sps = by_metric["samples_per_s"]
+        self.assertEqual(sps["n"], 5)
+        self.assertGreater(sps["median"], 100)
+        self.assertLessEqual(sps["min"], sps["median"])
+        self.assertLessEqual(sps["median"], sps["max"])
+        self.assertEqual(sps["role"], "primary")
+        # show, list and run views agree
+        shown = c.json("baseline", "show", str(b["id"]))
+        self.assertEqual(shown["summary"], b["summary"])
+        self.assertIn(b["id"], [x["id"] for x in c.json("baseline", "list")])
+        self.assert_no_loss_no_duplicates(b["id"])
+        table = c.cli("baseline", "show", str(b["id"])).stdout
+        self.assertIn("samples_per_s", table)
+        self.assertIn("MEDIAN", table)
+        run = c.json("run", "list", "--baseline", str(b["id"]))[0]
+        detail = c.json("run", "show", str(run["id"]))
+        self.assertEqual(detail["params"]["num_workers"], "1")
+        self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "loss"})
+        csv = c.cli("run", "list", "-o", "csv").stdout
+        self.assertTrue(csv.startswith("id,baseline,#,attempt,state"))
+        agents = c.json("agent", "list")
+        self.assertEqual(agents[0]["labels"], {"gpu": "none", "pool": "cpu"})
+
+    def test_2_bad_workloads_change_nothing(self):
+        c = self.c
+        before = c.cli("workload", "list", "-o", "json").stdout
+        cases = [
+            (demo_variant("run:\n", "colour: blue\nrun:\n"), 'unknown key "colour"'),
+            (demo_variant("default: 1, min: 0, max: 64", "default: lots, min: 0, max: 64"),
+             'params.num_workers.default: num_workers is an int parameter; "lots" is not an integer'),
+            (demo_variant('command: ["python3", "examples/demo/train.py", "--num-workers", "{num_workers}",\n'
+                          '          "--prefetch-factor", "{prefetch_factor}", "--steps", "{steps}"]\n', ""),
+             "command: missing"),
+            (demo_variant('"{num_workers}"', '"{workers}"'),
+             "command[3]: placeholder {workers} names no parameter"),
+        ]
+        for text, expected in cases:
+            path = c.write("bad.yaml", text)
+            p = c.cli("workload", "apply", "-f", path, check=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(expected, p.stderr)
+            self.assertTrue(p.stderr.startswith("error: "))
+            self.assertEqual(p.stdout, "")
+        self.assertEqual(c.cli("workload", "list", "-o", "json").stdout, before)
+
+    def test_3_unknown_workload_and_baseline(self):
+        c = self.c
+        before = c.cli("baseline", "list", "-o", "json").stdout
+        p = c.cli("baseline", "create", "--workload", "nope", check=False)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn('workload "nope" not found; known workloads: demo', p.stderr)
+        self.assertEqual(c.cli("baseline", "list", "-o", "json").stdout, before)
+        p = c.cli("baseline", "show", "999", check=False)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("baseline 999 not found", p.stderr)
+        p = c.cli("run", "list", "-o", "yaml", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('"yaml" is not a format; allowed: table, json, csv', p.stderr)
+
+    def test_4_selector_no_agent_matches_runs_wait_and_say_why(self):
+        c = self.c
+        text = demo_variant("name: demo", "name: demo-gpu")
+        text = demo_variant("selector: {pool: cpu}", "selector: {pool: gpu}", text)
+        c.cli("workload", "apply", "-f", c.write("gpu.yaml", text))
+        out = c.cli("baseline", "create", "--workload", "demo-gpu", "--repeats", "1").stdout
+        bid = int(out.strip())
+        time.sleep(1.5)  # several dispatch passes
+        runs = c.json("run", "list", "--baseline", str(bid))
+        self.assertEqual(len(runs), 1)
+        self.assertEqual(runs[0]["state"], "queued")
+        self.assertIn("no connected agent matches selector pool=gpu", runs[0]["wait_reason"])
+        self.assertIn("node-1 {gpu=none,pool=cpu}", runs[0]["wait_reason"])
+        table = c.cli("run", "list", "--baseline", str(bid)).stdout
+        self.assertIn("no connected agent matches selector pool=gpu", table)
+        # with two workloads, a bare `baseline create` asks which
+        p = c.cli("baseline", "create", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("several workloads exist", p.stderr)
+        self.assertIn("demo-gpu", p.stderr)
+
+    def test_5_second_server_on_same_data_dir_is_refused(self):
+        c = self.c
+        p = subprocess.run([os.path.join(BIN, "tunectl-server"), "--data-dir",
+                            os.path.join(c.dir, "data"), "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is in use by another tunectl-server", p.stdout + p.stderr)
+        self.assertEqual(c.json("agent", "list")[0]["connected"], True)  # first server unharmed
+
+    def test_6_server_restart_mid_baseline_loses_and_duplicates_nothing(self):
+        c = self.c
+        text = demo_variant("name: demo", "name: demo-long")
+        text = demo_variant("steps:           {type: int, default: 60", "steps:           {type: int, default: 250", text)
+        c.cli("workload", "apply", "-f", c.write("long.yaml", text))
+        bid = int(c.cli("baseline", "create", "--workload", "demo-long", "--repeats", "4").stdout)
+        c.wait_for(lambda: any(r["state"] == "running" and r["samples"] > 0
+                               for r in c.json("run", "list", "--baseline", str(bid))),
+                   what="a run with stored samples")
+        in_flight = [r["id"] for r in c.json("run", "list", "--baseline", str(bid))
+                     if r["state"] == "running"]
+        c.stop_server()
+        time.sleep(1.0)  # the agent keeps running its jobs and buffers their metrics
+        c.start_server()
+        c.wait_for(lambda: c.json("baseline", "show", str(bid))["state"] != "running",
+                   timeout=180, what="baseline to finish after the restart")
+        b = c.json("baseline", "show", str(bid))
+        self.assertEqual(b["state"], "completed")
+        self.assertEqual(b["runs"]["succeeded"], 4)
+        self.assert_no_loss_no_duplicates(bid)
+        # the runs in flight during the restart were re-adopted, not re-run: their metrics came
+        # from the agent's outbox, resent after it reconnected
+        runs = {r["id"]: r for r in c.json("run", "list", "--baseline", str(bid))}
+        for rid in in_flight:
+            self.assertEqual(runs[rid]["attempt"], 1, runs[rid])
+        self.assertIn("unacked messages resent", c.log("agent-node-1.log"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,90 @@
+#include "core/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace tunectl {
+namespace {
+
+std::vector<ExtractedSample> Extract(const std::vector<MetricRule>& rules,
+                                 const std::vector<std::string>& lines) {
+  auto x = MetricExtractor::Create(rules);
+  EXPECT_TRUE(x.ok()) << x.status().message();
+  std::vector<ExtractedSample> out;
+  for (const auto& l : lines) (*x)->ProcessLine(l, &out);
+  return out;
+}
+
+TEST(MetricExtractor, NamedValueGroupAndCountedSteps) {
+  auto s = Extract({{"sps", "samples/s: (?P<value>[0-9.]+)", ""}},
+               {"step: 1 samples/s: 100.5 x", "noise", "samples/s: 200"});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].metric, "sps");
+  EXPECT_DOUBLE_EQ(s[0].value, 100.5);
+  EXPECT_EQ(s[0].step, 1);
+  EXPECT_DOUBLE_EQ(s[1].value, 200);
+  EXPECT_EQ(s[1].step, 2);
+}
+
+TEST(MetricExtractor, FirstGroupWhenNoValueGroup) {
+  auto s = Extract({{"t", "(step_time)_ms: ([0-9.]+)", ""}}, {"step_time_ms: 13.5"});
+  // group 1 is "step_time", not a number: the line yields nothing rather than a wrong value
+  EXPECT_TRUE(s.empty());
+  s = Extract({{"t", "step_time_ms: ([0-9.]+)", ""}}, {"step_time_ms: 13.5"});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].value, 13.5);
+}
+
+TEST(MetricExtractor, StepGroupGivesStep) {
+  auto s = Extract({{"ms", R"(iteration\s+(?P<step>\d+)/\s*\d+ \|.*elapsed time per iteration \(ms\): (?P<value>[0-9.]+))", ""}},
+               {" [2024-04-06 02:55:45] iteration        2/     100 | consumed samples:          256 | elapsed time per iteration (ms): 5630.1 | throughput per GPU (TFLOP/s/GPU): 231.9 |"});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].step, 2);
+  EXPECT_DOUBLE_EQ(s[0].value, 5630.1);
+}
+
+TEST(MetricExtractor, JsonLinesWithStep) {
+  auto s = Extract({{"loss", "", "loss"}, {"lr", "", "lr"}},
+               {R"({"loss": 2.3, "step": 7})", R"({"loss": "1.5e-1", "lr": 0.001})",
+                "{not json", R"([1,2])", R"({"loss": null})"});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].step, 7);
+  EXPECT_DOUBLE_EQ(s[0].value, 2.3);
+  EXPECT_EQ(s[1].metric, "loss");
+  EXPECT_EQ(s[1].step, 8);  // counts on from the last explicit step
+  EXPECT_DOUBLE_EQ(s[1].value, 0.15);
+  EXPECT_EQ(s[2].metric, "lr");
+  EXPECT_EQ(s[2].step, 1);
+}
+
+TEST(MetricExtractor, ThousandsSeparatorsAndCarriageReturn) {
+  auto s = Extract({{"tps", "tps: ([0-9,]+)", ""}}, {"step:  4  loss:  7.62585  tps: 10,050  tflops: 314.71\r"});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].value, 10050);
+}
+
+TEST(MetricExtractor, OneLineFeedsSeveralMetrics) {
+  auto s = Extract({{"a", "a=([0-9]+)", ""}, {"b", "b=([0-9]+)", ""}}, {"a=1 b=2", "a=3"});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[2].metric, "a");
+  EXPECT_EQ(s[2].step, 2);
+}
+
+TEST(MetricExtractor, RejectsBadRules) {
+  EXPECT_FALSE(MetricExtractor::Create({{"x", "(", ""}}).ok());
+  EXPECT_FALSE(MetricExtractor::Create({{"x", "abc", ""}}).ok());
+  EXPECT_FALSE(MetricExtractor::Create({{"x", "", ""}}).ok());
+}
+
+TEST(ParseMetricValue, AcceptsNumbersOnly) {
+  double v = 0;
+  EXPECT_TRUE(ParseMetricValue("2.021530E+00", &v));
+  EXPECT_DOUBLE_EQ(v, 2.02153);
+  EXPECT_TRUE(ParseMetricValue(" +5 ", &v));
+  EXPECT_DOUBLE_EQ(v, 5);
+  EXPECT_FALSE(ParseMetricValue("", &v));
+  EXPECT_FALSE(ParseMetricValue("12ms", &v));
+  EXPECT_FALSE(ParseMetricValue("N/A", &v));
+}
+
+}  // namespace
+}  // namespace tunectl

@@ -1,0 +1,225 @@
+#include "core/spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kDemo = R"(
+name: demo
+description: demo trainer
+command: ["python3", "train.py", "--num-workers", "{num_workers}", "--steps", "{steps}"]
+env:
+  DEMO_LOG_INTERVAL: "{log_interval}"
+params:
+  num_workers:     {type: int, default: 1, min: 0, max: 64}
+  log_interval:    {type: int, default: 1, min: 1}
+  steps:           {type: int, default: 60, min: 1}
+  lr:              {type: float, default: 3e-4, min: 0}
+  compile:         {type: bool, default: false}
+  precision:       {type: enum, values: [fp32, bf16], default: bf16}
+  tag:             {type: string, default: "x"}
+coupled: [[num_workers, steps]]
+metrics:
+  samples_per_s: {pattern: 'samples/s: (?P<value>[0-9.]+)', unit: samples/s, better: higher,
+                  role: primary, min_effect: 0.03}
+  loss:          {json: loss, better: lower, role: guardrail, tolerance: 0.01}
+run:
+  repeats: 4
+  warmup_steps: 5
+  timeout: 10m
+  selector: {pool: cpu}
+)";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return s.replace(pos, from.size(), to);
+}
+
+TEST(WorkloadSpec, ParsesEveryField) {
+  auto r = ParseWorkloadSpec(kDemo, "demo.yaml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const WorkloadSpec& s = *r;
+  EXPECT_EQ(s.name, "demo");
+  EXPECT_EQ(s.command.size(), 6u);
+  EXPECT_EQ(s.env.at("DEMO_LOG_INTERVAL"), "{log_interval}");
+  ASSERT_EQ(s.params.size(), 7u);
+  EXPECT_EQ(s.params[0].name, "num_workers");  // declaration order kept
+  EXPECT_EQ(*s.params[0].max, 64);
+  EXPECT_EQ(s.FindParam("lr")->default_value, "0.0003");
+  EXPECT_EQ(s.FindParam("compile")->default_value, "false");
+  EXPECT_EQ(s.FindParam("precision")->values, (std::vector<std::string>{"fp32", "bf16"}));
+  ASSERT_EQ(s.coupled.size(), 1u);
+  ASSERT_EQ(s.metrics.size(), 2u);
+  EXPECT_EQ(s.metrics[0].role, MetricRole::kPrimary);
+  EXPECT_DOUBLE_EQ(s.metrics[0].min_effect, 0.03);
+  EXPECT_EQ(s.metrics[1].json_key, "loss");
+  EXPECT_EQ(s.metrics[1].better, Better::kLower);
+  EXPECT_EQ(s.run.repeats, 4);
+  EXPECT_EQ(s.run.warmup_steps, 5);
+  EXPECT_EQ(s.run.timeout_ms, 600000);
+  EXPECT_EQ(s.run.selector.at("pool"), "cpu");
+}
+
+TEST(WorkloadSpec, ShippedDemoWorkloadParses) {
+  std::ifstream in(std::string(TUNECTL_SOURCE_DIR) + "/examples/workloads/demo.yaml");
+  ASSERT_TRUE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto r = ParseWorkloadSpec(ss.str());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->name, "demo");
+}
+
+TEST(WorkloadSpec, JsonRoundTripIsIdentity) {
+  auto a = ParseWorkloadSpec(kDemo);
+  ASSERT_TRUE(a.ok());
+  std::string j = WorkloadSpecToJson(*a);
+  auto b = ParseWorkloadSpec(j, "json");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(WorkloadSpecToJson(*b), j);
+  EXPECT_EQ(b->FindParam("lr")->default_value, "0.0003");
+}
+
+TEST(WorkloadSpec, RejectsUnknownTopLevelKeyNamingIt) {
+  auto r = ParseWorkloadSpec(std::string(kDemo) + "colour: blue\n", "w.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("w.yaml: colour: unknown key \"colour\""));
+  EXPECT_THAT(r.status().message(), HasSubstr("allowed keys: name,"));
+}
+
+TEST(WorkloadSpec, RejectsUnknownNestedKeyWithPathAndSuggestion) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "min: 0, max: 64", "min: 0, maxx: 64"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("params.num_workers.maxx: unknown key"));
+  EXPECT_THAT(r.status().message(), HasSubstr("did you mean \"max\""));
+}
+
+TEST(WorkloadSpec, RejectsWrongTypeNamingValueAndAllowed) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "{type: int, default: 1, min: 0", "{type: int, default: many, min: 0"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("params.num_workers.default"));
+  EXPECT_THAT(r.status().message(), HasSubstr("\"many\" is not an integer"));
+  r = ParseWorkloadSpec(Replace(kDemo, "repeats: 4", "repeats: four"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("run.repeats: expected an integer, got \"four\""));
+  r = ParseWorkloadSpec(Replace(kDemo, "type: enum", "type: enumeration"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("allowed: int, float, bool, enum, string"));
+}
+
+TEST(WorkloadSpec, RejectsMissingCommand) {
+  std::string s = kDemo;
+  auto b = s.find("command:");
+  auto e = s.find("env:");
+  s.erase(b, e - b);
+  auto r = ParseWorkloadSpec(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("command: missing"));
+}
+
+TEST(WorkloadSpec, RejectsCommandGivenAsOneString) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, R"(["python3", "train.py", "--num-workers", "{num_workers}", "--steps", "{steps}"])", "python3 train.py"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("expected a list of arguments"));
+}
+
+TEST(WorkloadSpec, RejectsPlaceholderNamingNoParameter) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "{num_workers}", "{num_worker}"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("command[3]: placeholder {num_worker} names no parameter"));
+  EXPECT_THAT(r.status().message(), HasSubstr("did you mean {num_workers}?"));
+  r = ParseWorkloadSpec(Replace(kDemo, "\"{log_interval}\"", "\"{interval}\""));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("env.DEMO_LOG_INTERVAL: placeholder {interval}"));
+}
+
+TEST(WorkloadSpec, RejectsDefaultOutOfRange) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "default: 1, min: 0, max: 64", "default: 65, min: 0, max: 64"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("num_workers=65 is out of range; allowed 0..64"));
+}
+
+TEST(WorkloadSpec, RejectsEnumDefaultNotInValues) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "default: bf16", "default: fp16"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("precision=fp16 is not allowed; allowed: fp32, bf16"));
+}
+
+TEST(WorkloadSpec, RejectsInvalidRegexAndPatternWithoutGroup) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "(?P<value>[0-9.]+)", "([0-9.]+"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.samples_per_s.pattern: invalid RE2 regex"));
+  r = ParseWorkloadSpec(Replace(kDemo, "(?P<value>[0-9.]+)", "[0-9.]+"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("needs a capture group"));
+}
+
+TEST(WorkloadSpec, RejectsBadBetterRoleAndTwoPrimaries) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "better: higher", "better: more"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.samples_per_s.better: \"more\" is not allowed; allowed: higher, lower"));
+  r = ParseWorkloadSpec(Replace(kDemo, "role: guardrail", "role: primary"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("a second primary metric"));
+}
+
+TEST(WorkloadSpec, RejectsCoupledGroupWithUnknownParam) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "[[num_workers, steps]]", "[[num_workers, batch]]"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("coupled[0]: \"batch\" is not a declared parameter"));
+}
+
+TEST(WorkloadSpec, ReportsYamlSyntaxErrorWithLine) {
+  auto r = ParseWorkloadSpec("name: demo\ncommand: [a, b\n", "bad.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("bad.yaml: YAML syntax error at line"));
+}
+
+TEST(WorkloadSpec, AcceptsJsonInput) {
+  auto r = ParseWorkloadSpec(R"J({"name": "j", "command": ["echo", "{n}"],
+    "params": {"n": {"type": "int", "default": 3}},
+    "metrics": {"m": {"pattern": "m=(\\d+)", "better": "lower"}}})J");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->FindParam("n")->default_value, "3");
+  EXPECT_EQ(r->metrics[0].pattern, "m=(\\d+)");
+}
+
+TEST(CanonicalParamValue, NormalisesAndValidates) {
+  ParamSpec p{"x", ParamType::kFloat, "1", 0.0, 2.0, {}, ""};
+  EXPECT_EQ(*CanonicalParamValue(p, "1.50"), "1.5");
+  EXPECT_FALSE(CanonicalParamValue(p, "2.5").ok());
+  EXPECT_FALSE(CanonicalParamValue(p, "nan").ok());
+  ParamSpec b{"b", ParamType::kBool, "false", {}, {}, {}, ""};
+  EXPECT_EQ(*CanonicalParamValue(b, "Yes"), "true");
+  EXPECT_THAT(CanonicalParamValue(b, "maybe").status().message(), HasSubstr("allowed: true, false"));
+  ParamSpec i{"i", ParamType::kInt, "1", {}, {}, {}, ""};
+  EXPECT_FALSE(CanonicalParamValue(i, "1.0").ok());
+  EXPECT_FALSE(CanonicalParamValue(i, "").ok());
+  EXPECT_EQ(*CanonicalParamValue(i, "-7"), "-7");
+}
+
+TEST(ParseDurationMs, AcceptsUnitsAndRejectsGarbage) {
+  EXPECT_EQ(*ParseDurationMs("10m"), 600000);
+  EXPECT_EQ(*ParseDurationMs("1h30m"), 5400000);
+  EXPECT_EQ(*ParseDurationMs("250ms"), 250);
+  EXPECT_FALSE(ParseDurationMs("10").ok());
+  EXPECT_FALSE(ParseDurationMs("ten minutes").ok());
+  EXPECT_FALSE(ParseDurationMs("0s").ok());
+}
+
+TEST(NearestName, SuggestsOnlyCloseNames) {
+  EXPECT_EQ(NearestName("num_worker", {"num_workers", "steps"}), "num_workers");
+  EXPECT_EQ(NearestName("zzzzzz", {"num_workers", "steps"}), "");
+}
+
+}  // namespace
+}  // namespace tunectl
