@@ -23,12 +23,12 @@ namespace tunectl {
 
 struct AgentOptions {
   std::string server = "127.0.0.1:7443";
-  std::string name;                 // required; unique per agent
+  std::string name;  // required; unique per agent
   LabelMap labels;
-  int slots = 1;                    // runs executed at once
+  int slots = 1;  // runs executed at once
   ExecutorOptions executor;
-  int backoff_initial_ms = 250;     // reconnect backoff, doubling …
-  int backoff_max_ms = 5000;        // … up to this
+  int backoff_initial_ms = 250;  // reconnect backoff, doubling …
+  int backoff_max_ms = 5000;     // … up to this
 };
 
 class Agent : private RunSink {
@@ -53,9 +53,9 @@ class Agent : private RunSink {
   };
   class Stream;
 
-  bool Session();  // one connection; returns true if it got as far as Welcome
-  void Send(const v1::AgentMessage& m);          // best effort
-  void SendReliable(Pending p);                  // kept until acked
+  bool Session();                        // one connection; returns true if it got as far as Welcome
+  void Send(const v1::AgentMessage& m);  // best effort
+  void SendReliable(Pending p);          // kept until acked
   void OnAck(const v1::Ack& a);
   void StartRun(const v1::Assign& a);
   void CancelRun(const v1::Cancel& c);
@@ -75,7 +75,7 @@ class Agent : private RunSink {
   std::condition_variable cv_;
   Stream* stream_ = nullptr;  // set while connected
   std::deque<Pending> outbox_;
-  std::map<int64_t, Active> runs_;   // by run id; removed once RunFinished is acked and joined
+  std::map<int64_t, Active> runs_;  // by run id; removed once RunFinished is acked and joined
   int heartbeat_ms_ = 2000;
 };
 

@@ -137,8 +137,7 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   fin.set_signal(st.signal);
   fin.set_lines(lines);
   fin.set_stderr_tail(Tail(stderr_tail));
-  if (reason == "timeout")
-    reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
+  if (reason == "timeout") reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
   finish(reason, st.exit_code);
 }
 

@@ -1,13 +1,12 @@
 // tunectl-agent: parse flags, wire, run until SIGINT/SIGTERM.
-#include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <spdlog/spdlog.h>
-#include <thread>
 
 #include "agent/agent.h"
+#include "sys/signals.h"
 
 int main(int argc, char** argv) {
   tunectl::AgentOptions opts;
@@ -47,35 +46,29 @@ int main(int argc, char** argv) {
   if (opts.executor.workdir.empty()) opts.executor.workdir = std::filesystem::current_path();
   if (opts.executor.runs_dir.empty()) {
     const char* home = std::getenv("HOME");
-    std::string base = geteuid() == 0 || !home ? "/var/lib/tunectl"
-                                               : std::string(home) + "/.local/share/tunectl";
+    std::string base =
+        geteuid() == 0 || !home ? "/var/lib/tunectl" : std::string(home) + "/.local/share/tunectl";
     opts.executor.runs_dir = base + "/agent-" + opts.name + "/runs";
   }
 
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  tunectl::TerminationSignals signals;
 
   auto launcher = tunectl::NewPosixProcessLauncher();
   auto log = [](tunectl::LogLevel l, const std::string& m) {
-    if (l == tunectl::LogLevel::kWarn) spdlog::warn("{}", m);
-    else if (l == tunectl::LogLevel::kError) spdlog::error("{}", m);
-    else spdlog::info("{}", m);
+    if (l == tunectl::LogLevel::kWarn)
+      spdlog::warn("{}", m);
+    else if (l == tunectl::LogLevel::kError)
+      spdlog::error("{}", m);
+    else
+      spdlog::info("{}", m);
   };
   tunectl::Agent agent(opts, launcher.get(), log);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
+  signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: stopping", sig);
     agent.Stop();
   });
-  spdlog::info("tunectl-agent {} -> {} ({} slots, runs in {})", opts.name, opts.server,
-               opts.slots, opts.executor.runs_dir);
+  spdlog::info("tunectl-agent {} -> {} ({} slots, runs in {})", opts.name, opts.server, opts.slots,
+               opts.executor.runs_dir);
   agent.Run();
-  pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
   return 0;
 }

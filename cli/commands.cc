@@ -38,7 +38,10 @@ int Emit(const CliOptions& o, std::ostream& out, std::ostream& err, const Resp& 
 }
 
 int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.file.empty()) return Fail(err, Status::InvalidArgument("-f: missing; pass the workload file, e.g. -f examples/workloads/demo.yaml"));
+  if (o.file.empty())
+    return Fail(err,
+                Status::InvalidArgument(
+                    "-f: missing; pass the workload file, e.g. -f examples/workloads/demo.yaml"));
   std::string text;
   if (o.file == "-") {
     std::stringstream ss;
@@ -113,8 +116,10 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   err << "baseline " << b->id() << " created: " << b->workload() << " config v"
       << b->config_version() << ", " << b->repeats() << " runs queued\n";
   if (!o.wait) {
-    if (o.output == "json") out << BaselineJson(*b).dump(2) << "\n";
-    else out << b->id() << "\n";
+    if (o.output == "json")
+      out << BaselineJson(*b).dump(2) << "\n";
+    else
+      out << b->id() << "\n";
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -147,8 +152,8 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   if (o.interactive) err << "\n";
   int rc = ShowBaseline(cur, o, out, err);
   if (rc == 0 && cur.state() == "failed") {
-    err << "error: baseline " << cur.id() << " failed: no run succeeded (tunectl run list --baseline "
-        << cur.id() << ")\n";
+    err << "error: baseline " << cur.id()
+        << " failed: no run succeeded (tunectl run list --baseline " << cur.id() << ")\n";
     return 1;
   }
   return rc;
@@ -213,7 +218,8 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> k = {
       {"workload", "apply", "create or update a workload from a YAML/JSON file", &WorkloadApply},
       {"workload", "list", "list workloads", &WorkloadList},
-      {"baseline", "create", "measure the current config: queue N runs (and --wait for them)", &BaselineCreate},
+      {"baseline", "create", "measure the current config: queue N runs (and --wait for them)",
+       &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
       {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
       {"run", "list", "list runs, with why queued runs wait", &RunList},

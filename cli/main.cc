@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     if ((n == "baseline" && (v == "create" || v == "list")))
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
     if (n == "baseline" && v == "create") {
-      sub->add_option("--repeats", o.repeats, "runs to measure (default: the workload's run.repeats)")
+      sub->add_option("--repeats", o.repeats,
+                      "runs to measure (default: the workload's run.repeats)")
           ->check(CLI::Range(1, 1000));
       sub->add_flag("--wait", o.wait, "wait for the runs, showing progress, then show the summary");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
     if (v == "show") sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
     if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
-      sub->add_option("--limit", o.limit, "at most this many (newest)")->check(CLI::Range(1, 100000));
+      sub->add_option("--limit", o.limit, "at most this many (newest)")
+          ->check(CLI::Range(1, 100000));
     }
     leaves.emplace_back(sub, &cmd);
   }

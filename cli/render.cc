@@ -10,7 +10,8 @@ Result<OutputFormat> ParseOutputFormat(const std::string& s) {
   if (s == "table" || s == "wide") return OutputFormat::kTable;
   if (s == "json") return OutputFormat::kJson;
   if (s == "csv") return OutputFormat::kCsv;
-  return Status::InvalidArgument("-o/--output: \"" + s + "\" is not a format; allowed: table, json, csv");
+  return Status::InvalidArgument("-o/--output: \"" + s +
+                                 "\" is not a format; allowed: table, json, csv");
 }
 
 std::string RenderTable(const Table& t) {
@@ -39,8 +40,10 @@ std::string RenderCsv(const Table& t) {
     if (c.find_first_of(",\"\r\n") == std::string::npos) return c;
     std::string q = "\"";
     for (char ch : c) {
-      if (ch == '"') q += "\"\"";
-      else q += ch;
+      if (ch == '"')
+        q += "\"\"";
+      else
+        q += ch;
     }
     return q + "\"";
   };

@@ -46,8 +46,8 @@ ojson BaselineJson(const v1::Baseline& b) {
   j["config_version"] = b.config_version();
   j["state"] = b.state();
   j["repeats"] = b.repeats();
-  j["runs"] = {{"succeeded", b.runs_succeeded()}, {"failed", b.runs_failed()},
-               {"active", b.runs_active()}};
+  j["runs"] = {
+      {"succeeded", b.runs_succeeded()}, {"failed", b.runs_failed()}, {"active", b.runs_active()}};
   j["params"] = MapJson(b.params());
   ojson sums = ojson::array();
   for (const auto& s : b.summaries()) {
@@ -83,8 +83,8 @@ Table BaselinesTable(const v1::ListBaselinesResponse& r) {
         if (s.role() == "primary") break;
       }
     }
-    t.rows.push_back({std::to_string(b.id()), b.workload(), "v" + std::to_string(b.config_version()),
-                      b.state(),
+    t.rows.push_back({std::to_string(b.id()), b.workload(),
+                      "v" + std::to_string(b.config_version()), b.state(),
                       std::to_string(b.runs_succeeded()) + "/" + std::to_string(b.repeats()),
                       metric, median, cv, b.created_at()});
   }
@@ -108,14 +108,16 @@ std::string BaselineDetail(const v1::Baseline& b) {
          std::to_string(b.runs_failed()) + " failed, " + std::to_string(b.runs_active()) +
          " active (of " + std::to_string(b.repeats()) + ")\n";
   out += "params: " + FormatParams(b.params()) + "\n";
-  out += "created " + b.created_at() + (b.finished_at().empty() ? "" : ", finished " + b.finished_at()) + "\n\n";
+  out += "created " + b.created_at() +
+         (b.finished_at().empty() ? "" : ", finished " + b.finished_at()) + "\n\n";
   if (b.summaries_size() == 0) {
     out += b.state() == "running" ? "(no summary until every run has finished)\n"
                                   : "(no metric values: see `tunectl run list --baseline " +
                                         std::to_string(b.id()) + "`)\n";
   } else {
     out += RenderTable(BaselineSummaryTable(b));
-    out += "\nper metric over runs: each run's median of its steady-state samples (warm-up dropped)\n";
+    out +=
+        "\nper metric over runs: each run's median of its steady-state samples (warm-up dropped)\n";
   }
   return out;
 }
@@ -142,7 +144,8 @@ std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& 
   std::string out = "baseline " + std::to_string(b.id()) + ": " + std::to_string(done) + "/" +
                     std::to_string(b.repeats()) + " runs done";
   if (failed) out += ", " + std::to_string(failed) + " failed";
-  out += ", " + std::to_string(running) + " running, " + std::to_string(queued) + " queued [" + el + "]";
+  out += ", " + std::to_string(running) + " running, " + std::to_string(queued) + " queued [" + el +
+         "]";
   if (queued && running == 0 && !wait.empty()) out += " - " + wait;
   return out;
 }
@@ -164,8 +167,12 @@ ojson RunJson(const v1::Run& r) {
   j["samples"] = r.samples();
   ojson ms = ojson::array();
   for (const auto& m : r.metrics())
-    ms.push_back({{"metric", m.metric()}, {"samples", m.samples()}, {"steady", m.steady()},
-                  {"median", m.median()}, {"min", m.min()}, {"max", m.max()}});
+    ms.push_back({{"metric", m.metric()},
+                  {"samples", m.samples()},
+                  {"steady", m.steady()},
+                  {"median", m.median()},
+                  {"min", m.min()},
+                  {"max", m.max()}});
   j["metrics"] = ms;
   j["stderr_tail"] = r.stderr_tail();
   j["created_at"] = r.created_at();
@@ -179,7 +186,8 @@ Table RunsTable(const v1::ListRunsResponse& r) {
   for (const auto& x : r.runs()) {
     std::string detail = x.state() == "queued" ? x.wait_reason() : x.reason();
     if (detail.empty() && x.state() == "succeeded") detail = x.finished_at();
-    t.rows.push_back({std::to_string(x.id()), x.baseline_id() ? std::to_string(x.baseline_id()) : "-",
+    t.rows.push_back({std::to_string(x.id()),
+                      x.baseline_id() ? std::to_string(x.baseline_id()) : "-",
                       std::to_string(x.index()), std::to_string(x.attempt()), x.state(),
                       x.agent().empty() ? "-" : x.agent(), std::to_string(x.samples()), detail});
   }
@@ -187,9 +195,9 @@ Table RunsTable(const v1::ListRunsResponse& r) {
 }
 
 std::string RunDetail(const v1::Run& r) {
-  std::string out = "Run " + std::to_string(r.id()) + "  workload " + r.workload() +
-                    "  baseline " + std::to_string(r.baseline_id()) + " #" +
-                    std::to_string(r.index()) + "  attempt " + std::to_string(r.attempt()) + "\n";
+  std::string out = "Run " + std::to_string(r.id()) + "  workload " + r.workload() + "  baseline " +
+                    std::to_string(r.baseline_id()) + " #" + std::to_string(r.index()) +
+                    "  attempt " + std::to_string(r.attempt()) + "\n";
   out += "state:   " + r.state();
   if (r.state() == "failed" || r.state() == "succeeded")
     out += r.signal() ? " (signal " + std::to_string(r.signal()) + ")"

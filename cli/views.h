@@ -20,7 +20,8 @@ Table BaselinesTable(const v1::ListBaselinesResponse& r);
 Table BaselineSummaryTable(const v1::Baseline& b);  // one row per metric
 std::string BaselineDetail(const v1::Baseline& b);  // header lines + summary table
 // One progress line for `baseline create --wait`.
-std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& runs, double elapsed_s);
+std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& runs,
+                             double elapsed_s);
 
 ojson RunJson(const v1::Run& r);
 Table RunsTable(const v1::ListRunsResponse& r);

@@ -25,7 +25,9 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ")
   return out;
 }
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string Quote(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 std::string FormatDouble(double v) {
   char buf[64];
@@ -47,14 +49,10 @@ YAML::Node JsonToYaml(const ordered_json& j) {
       for (const auto& e : j) n.push_back(JsonToYaml(e));
       return n;
     }
-    case ordered_json::value_t::string:
-      return YAML::Node(j.get<std::string>());
-    case ordered_json::value_t::null:
-      return YAML::Node(YAML::NodeType::Null);
-    case ordered_json::value_t::number_float:
-      return YAML::Node(FormatDouble(j.get<double>()));
-    default:
-      return YAML::Node(j.dump());
+    case ordered_json::value_t::string: return YAML::Node(j.get<std::string>());
+    case ordered_json::value_t::null: return YAML::Node(YAML::NodeType::Null);
+    case ordered_json::value_t::number_float: return YAML::Node(FormatDouble(j.get<double>()));
+    default: return YAML::Node(j.dump());
   }
 }
 
@@ -148,11 +146,13 @@ bool ValidWorkloadName(std::string_view s) {
 Result<ParamSpec> ParseParam(Checker& c, const std::string& name, const YAML::Node& n) {
   const std::string path = "params." + name;
   if (!ValidIdentifier(name))
-    return c.Fail(path, "parameter names are identifiers (letters, digits, _; not starting "
-                        "with a digit), got " + Quote(name));
+    return c.Fail(path,
+                  "parameter names are identifiers (letters, digits, _; not starting "
+                  "with a digit), got " +
+                      Quote(name));
   if (!n.IsMap())
-    return c.Fail(path, "expected a mapping like {type: int, default: 1}, got " +
-                            Checker::Describe(n));
+    return c.Fail(path,
+                  "expected a mapping like {type: int, default: 1}, got " + Checker::Describe(n));
   if (auto s = c.CheckKeys(n, path, {"type", "default", "min", "max", "values", "description"});
       !s.ok())
     return s;
@@ -168,7 +168,8 @@ Result<ParamSpec> ParseParam(Checker& c, const std::string& name, const YAML::No
                                                           {"string", ParamType::kString}};
   auto t = kTypes.find(*type);
   if (t == kTypes.end())
-    return c.Fail(path + ".type", Quote(*type) + " is not a type; allowed: int, float, bool, enum, string");
+    return c.Fail(path + ".type",
+                  Quote(*type) + " is not a type; allowed: int, float, bool, enum, string");
   p.type = t->second;
   const bool numeric = p.type == ParamType::kInt || p.type == ParamType::kFloat;
   for (const char* k : {"min", "max"}) {
@@ -182,11 +183,14 @@ Result<ParamSpec> ParseParam(Checker& c, const std::string& name, const YAML::No
     (std::string(k) == "min" ? p.min : p.max) = *v;
   }
   if (p.min && p.max && *p.min > *p.max)
-    return c.Fail(path, "min " + FormatDouble(*p.min) + " is greater than max " + FormatDouble(*p.max));
+    return c.Fail(path,
+                  "min " + FormatDouble(*p.min) + " is greater than max " + FormatDouble(*p.max));
   if (n["values"]) {
-    if (p.type != ParamType::kEnum) return c.Fail(path + ".values", "only enum parameters have values");
+    if (p.type != ParamType::kEnum)
+      return c.Fail(path + ".values", "only enum parameters have values");
     if (!n["values"].IsSequence() || n["values"].size() == 0)
-      return c.Fail(path + ".values", "expected a non-empty list, got " + Checker::Describe(n["values"]));
+      return c.Fail(path + ".values",
+                    "expected a non-empty list, got " + Checker::Describe(n["values"]));
     std::set<std::string> seen;
     for (size_t i = 0; i < n["values"].size(); ++i) {
       auto v = c.Scalar(n["values"][i], path + ".values[" + std::to_string(i) + "]");
@@ -196,7 +200,8 @@ Result<ParamSpec> ParseParam(Checker& c, const std::string& name, const YAML::No
       p.values.push_back(*v);
     }
   } else if (p.type == ParamType::kEnum) {
-    return c.Fail(path + ".values", "missing; an enum parameter lists its values, e.g. [fp32, bf16]");
+    return c.Fail(path + ".values",
+                  "missing; an enum parameter lists its values, e.g. [fp32, bf16]");
   }
   if (n["description"]) {
     auto d = c.Scalar(n["description"], path + ".description");
@@ -204,7 +209,8 @@ Result<ParamSpec> ParseParam(Checker& c, const std::string& name, const YAML::No
     p.description = *d;
   }
   if (!n["default"])
-    return c.Fail(path + ".default", "missing; every parameter needs a default (config v1 is the defaults)");
+    return c.Fail(path + ".default",
+                  "missing; every parameter needs a default (config v1 is the defaults)");
   auto raw = c.Scalar(n["default"], path + ".default");
   if (!raw.ok()) return raw.status();
   auto canon = CanonicalParamValue(p, *raw);
@@ -220,23 +226,25 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
   if (!n.IsMap())
     return c.Fail(path, "expected a mapping like {pattern: '...', better: higher}, got " +
                             Checker::Describe(n));
-  if (auto s = c.CheckKeys(n, path, {"pattern", "json", "unit", "better", "role", "min_effect",
-                                     "tolerance", "description"});
+  if (auto s = c.CheckKeys(
+          n, path,
+          {"pattern", "json", "unit", "better", "role", "min_effect", "tolerance", "description"});
       !s.ok())
     return s;
   MetricSpec m;
   m.name = name;
-  if (n["pattern"] && n["json"])
-    return c.Fail(path, "set either pattern or json, not both");
+  if (n["pattern"] && n["json"]) return c.Fail(path, "set either pattern or json, not both");
   if (!n["pattern"] && !n["json"])
     return c.Fail(path, "missing a source; set pattern: '<RE2 regex>' or json: <key>");
   if (n["pattern"]) {
     auto p = c.Scalar(n["pattern"], path + ".pattern");
     if (!p.ok()) return p.status();
     RE2 re(*p, RE2::Quiet);
-    if (!re.ok()) return c.Fail(path + ".pattern", "invalid RE2 regex " + Quote(*p) + ": " + re.error());
+    if (!re.ok())
+      return c.Fail(path + ".pattern", "invalid RE2 regex " + Quote(*p) + ": " + re.error());
     if (re.NumberOfCapturingGroups() < 1)
-      return c.Fail(path + ".pattern", "needs a capture group for the value, e.g. 'loss: (?P<value>[0-9.]+)'");
+      return c.Fail(path + ".pattern",
+                    "needs a capture group for the value, e.g. 'loss: (?P<value>[0-9.]+)'");
     m.pattern = *p;
   } else {
     auto j = c.Scalar(n["json"], path + ".json");
@@ -252,23 +260,32 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
   if (!n["better"]) return c.Fail(path + ".better", "missing; allowed: higher, lower");
   auto b = c.Scalar(n["better"], path + ".better");
   if (!b.ok()) return b.status();
-  if (*b == "higher") m.better = Better::kHigher;
-  else if (*b == "lower") m.better = Better::kLower;
-  else return c.Fail(path + ".better", Quote(*b) + " is not allowed; allowed: higher, lower");
+  if (*b == "higher")
+    m.better = Better::kHigher;
+  else if (*b == "lower")
+    m.better = Better::kLower;
+  else
+    return c.Fail(path + ".better", Quote(*b) + " is not allowed; allowed: higher, lower");
   if (n["role"]) {
     auto r = c.Scalar(n["role"], path + ".role");
     if (!r.ok()) return r.status();
-    if (*r == "primary") m.role = MetricRole::kPrimary;
-    else if (*r == "guardrail") m.role = MetricRole::kGuardrail;
-    else if (*r == "observed") m.role = MetricRole::kObserved;
-    else return c.Fail(path + ".role", Quote(*r) + " is not allowed; allowed: primary, guardrail, observed");
+    if (*r == "primary")
+      m.role = MetricRole::kPrimary;
+    else if (*r == "guardrail")
+      m.role = MetricRole::kGuardrail;
+    else if (*r == "observed")
+      m.role = MetricRole::kObserved;
+    else
+      return c.Fail(path + ".role",
+                    Quote(*r) + " is not allowed; allowed: primary, guardrail, observed");
   }
   if (n["min_effect"]) {
     auto v = c.Number(n["min_effect"], path + ".min_effect");
     if (!v.ok()) return v.status();
     if (*v <= 0 || *v >= 1)
-      return c.Fail(path + ".min_effect", Quote(n["min_effect"].Scalar()) +
-                                              " is out of range; allowed: a fraction in (0, 1), e.g. 0.03 for 3 %");
+      return c.Fail(path + ".min_effect",
+                    Quote(n["min_effect"].Scalar()) +
+                        " is out of range; allowed: a fraction in (0, 1), e.g. 0.03 for 3 %");
     m.min_effect = *v;
   }
   if (n["tolerance"]) {
@@ -312,9 +329,11 @@ Status CheckPlaceholders(const WorkloadSpec& s) {
 
 Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
   Checker c;
-  if (!root.IsMap()) return c.Fail("(top level)", "expected a mapping with name, command, params, metrics");
-  if (auto s = c.CheckKeys(root, "", {"name", "description", "command", "env", "files", "params",
-                                      "coupled", "metrics", "run"});
+  if (!root.IsMap())
+    return c.Fail("(top level)", "expected a mapping with name, command, params, metrics");
+  if (auto s = c.CheckKeys(root, "",
+                           {"name", "description", "command", "env", "files", "params", "coupled",
+                            "metrics", "run"});
       !s.ok())
     return s;
   WorkloadSpec w;
@@ -322,7 +341,9 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
   auto name = c.Scalar(root["name"], "name");
   if (!name.ok()) return name.status();
   if (!ValidWorkloadName(*name))
-    return c.Fail("name", Quote(*name) + " is not allowed; use 1-63 of a-z, 0-9, _ . - starting with a letter or digit");
+    return c.Fail(
+        "name", Quote(*name) +
+                    " is not allowed; use 1-63 of a-z, 0-9, _ . - starting with a letter or digit");
   w.name = *name;
   if (root["description"]) {
     auto d = c.Scalar(root["description"], "description");
@@ -330,10 +351,16 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     w.description = *d;
   }
   const YAML::Node cmd = root["command"];
-  if (!cmd) return c.Fail("command", "missing; the argv to launch, e.g. [python3, train.py, --workers, \"{num_workers}\"]");
-  if (cmd.IsScalar()) return c.Fail("command", "expected a list of arguments (argv), got the text " + Quote(cmd.Scalar()) + "; write it as [prog, arg, ...]");
+  if (!cmd)
+    return c.Fail(
+        "command",
+        "missing; the argv to launch, e.g. [python3, train.py, --workers, \"{num_workers}\"]");
+  if (cmd.IsScalar())
+    return c.Fail("command", "expected a list of arguments (argv), got the text " +
+                                 Quote(cmd.Scalar()) + "; write it as [prog, arg, ...]");
   if (!cmd.IsSequence() || cmd.size() == 0)
-    return c.Fail("command", "expected a non-empty list of arguments, got " + Checker::Describe(cmd));
+    return c.Fail("command",
+                  "expected a non-empty list of arguments, got " + Checker::Describe(cmd));
   for (size_t i = 0; i < cmd.size(); ++i) {
     auto a = c.Scalar(cmd[i], "command[" + std::to_string(i) + "]");
     if (!a.ok()) return a.status();
@@ -350,13 +377,15 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     if (!files.ok()) return files.status();
     for (const auto& [path, _] : *files) {
       if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos)
-        return c.Fail("files." + path, "file paths are relative to the run directory and may not contain \"..\"");
+        return c.Fail("files." + path,
+                      "file paths are relative to the run directory and may not contain \"..\"");
     }
     w.files = *files;
   }
   if (root["params"] && !root["params"].IsNull()) {
     if (!root["params"].IsMap())
-      return c.Fail("params", "expected a mapping of name: {type, default, ...}, got " + Checker::Describe(root["params"]));
+      return c.Fail("params", "expected a mapping of name: {type, default, ...}, got " +
+                                  Checker::Describe(root["params"]));
     for (auto it = root["params"].begin(); it != root["params"].end(); ++it) {
       auto p = ParseParam(c, it->first.Scalar(), it->second);
       if (!p.ok()) return p.status();
@@ -365,39 +394,52 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
   }
   if (root["coupled"] && !root["coupled"].IsNull()) {
     const YAML::Node g = root["coupled"];
-    if (!g.IsSequence()) return c.Fail("coupled", "expected a list of parameter groups, e.g. [[micro_batch_size, grad_accum_steps]]");
+    if (!g.IsSequence())
+      return c.Fail(
+          "coupled",
+          "expected a list of parameter groups, e.g. [[micro_batch_size, grad_accum_steps]]");
     std::set<std::string> used;
     for (size_t i = 0; i < g.size(); ++i) {
       const std::string path = "coupled[" + std::to_string(i) + "]";
       if (!g[i].IsSequence() || g[i].size() < 2)
-        return c.Fail(path, "a coupled group lists two or more parameters, got " + Checker::Describe(g[i]));
+        return c.Fail(
+            path, "a coupled group lists two or more parameters, got " + Checker::Describe(g[i]));
       std::vector<std::string> group;
       for (size_t j = 0; j < g[i].size(); ++j) {
         auto n = c.Scalar(g[i][j], path + "[" + std::to_string(j) + "]");
         if (!n.ok()) return n.status();
         if (!w.FindParam(*n)) return c.Fail(path, Quote(*n) + " is not a declared parameter");
-        if (!used.insert(*n).second) return c.Fail(path, Quote(*n) + " is already in another coupled group");
+        if (!used.insert(*n).second)
+          return c.Fail(path, Quote(*n) + " is already in another coupled group");
         group.push_back(*n);
       }
       w.coupled.push_back(group);
     }
   }
-  if (!root["metrics"] || root["metrics"].IsNull() || (root["metrics"].IsMap() && root["metrics"].size() == 0))
-    return c.Fail("metrics", "missing; declare at least one metric, e.g. samples_per_s: {pattern: 'samples/s: ([0-9.]+)', better: higher, role: primary}");
+  if (!root["metrics"] || root["metrics"].IsNull() ||
+      (root["metrics"].IsMap() && root["metrics"].size() == 0))
+    return c.Fail("metrics",
+                  "missing; declare at least one metric, e.g. samples_per_s: {pattern: 'samples/s: "
+                  "([0-9.]+)', better: higher, role: primary}");
   if (!root["metrics"].IsMap())
-    return c.Fail("metrics", "expected a mapping of name: {pattern|json, better, ...}, got " + Checker::Describe(root["metrics"]));
+    return c.Fail("metrics", "expected a mapping of name: {pattern|json, better, ...}, got " +
+                                 Checker::Describe(root["metrics"]));
   int primaries = 0;
   for (auto it = root["metrics"].begin(); it != root["metrics"].end(); ++it) {
     auto m = ParseMetric(c, it->first.Scalar(), it->second);
     if (!m.ok()) return m.status();
     if (m->role == MetricRole::kPrimary && ++primaries > 1)
-      return c.Fail("metrics." + m->name + ".role", "a second primary metric; a workload has at most one (make the others observed or guardrail)");
+      return c.Fail("metrics." + m->name + ".role",
+                    "a second primary metric; a workload has at most one (make the others observed "
+                    "or guardrail)");
     w.metrics.push_back(*m);
   }
   if (root["run"] && !root["run"].IsNull()) {
     const YAML::Node r = root["run"];
-    if (!r.IsMap()) return c.Fail("run", "expected a mapping {repeats, warmup_steps, timeout, selector}");
-    if (auto s = c.CheckKeys(r, "run", {"repeats", "warmup_steps", "timeout", "selector"}); !s.ok()) return s;
+    if (!r.IsMap())
+      return c.Fail("run", "expected a mapping {repeats, warmup_steps, timeout, selector}");
+    if (auto s = c.CheckKeys(r, "run", {"repeats", "warmup_steps", "timeout", "selector"}); !s.ok())
+      return s;
     if (r["repeats"]) {
       auto v = c.Int(r["repeats"], "run.repeats", 1, 1000);
       if (!v.ok()) return v.status();
@@ -451,7 +493,9 @@ const char* ParamTypeName(ParamType t) {
   }
   return "?";
 }
-const char* BetterName(Better b) { return b == Better::kHigher ? "higher" : "lower"; }
+const char* BetterName(Better b) {
+  return b == Better::kHigher ? "higher" : "lower";
+}
 const char* RoleName(MetricRole r) {
   switch (r) {
     case MetricRole::kPrimary: return "primary";
@@ -553,34 +597,40 @@ Result<std::string> CanonicalParamValue(const ParamSpec& p, std::string_view raw
       int64_t v = 0;
       auto [end, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
       if (ec != std::errc() || end != raw.data() + raw.size() || raw.empty())
-        return Status::InvalidArgument(p.name + " is an int parameter; " + Quote(raw) + " is not an integer");
+        return Status::InvalidArgument(p.name + " is an int parameter; " + Quote(raw) +
+                                       " is not an integer");
       if ((p.min && v < *p.min) || (p.max && v > *p.max))
-        return Status::InvalidArgument(p.name + "=" + std::string(raw) + " is out of range; allowed " + range());
+        return Status::InvalidArgument(p.name + "=" + std::string(raw) +
+                                       " is out of range; allowed " + range());
       return std::to_string(v);
     }
     case ParamType::kFloat: {
       double v = 0;
       auto [end, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
       if (ec != std::errc() || end != raw.data() + raw.size() || raw.empty() || !std::isfinite(v))
-        return Status::InvalidArgument(p.name + " is a float parameter; " + Quote(raw) + " is not a number");
+        return Status::InvalidArgument(p.name + " is a float parameter; " + Quote(raw) +
+                                       " is not a number");
       if ((p.min && v < *p.min) || (p.max && v > *p.max))
-        return Status::InvalidArgument(p.name + "=" + std::string(raw) + " is out of range; allowed " + range());
+        return Status::InvalidArgument(p.name + "=" + std::string(raw) +
+                                       " is out of range; allowed " + range());
       return FormatDouble(v);
     }
     case ParamType::kBool: {
       std::string s(raw);
-      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      std::transform(s.begin(), s.end(), s.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
       if (s == "true" || s == "1" || s == "yes" || s == "on") return std::string("true");
       if (s == "false" || s == "0" || s == "no" || s == "off") return std::string("false");
-      return Status::InvalidArgument(p.name + " is a bool parameter; " + Quote(raw) + " is not allowed; allowed: true, false");
+      return Status::InvalidArgument(p.name + " is a bool parameter; " + Quote(raw) +
+                                     " is not allowed; allowed: true, false");
     }
     case ParamType::kEnum: {
       for (const auto& v : p.values)
         if (v == raw) return v;
-      return Status::InvalidArgument(p.name + "=" + std::string(raw) + " is not allowed; allowed: " + Join(p.values));
+      return Status::InvalidArgument(p.name + "=" + std::string(raw) +
+                                     " is not allowed; allowed: " + Join(p.values));
     }
-    case ParamType::kString:
-      return std::string(raw);
+    case ParamType::kString: return std::string(raw);
   }
   return Status::Internal("unknown parameter type " + type);
 }
@@ -593,7 +643,8 @@ ParamValues DefaultParamValues(const WorkloadSpec& spec) {
 
 Result<int64_t> ParseDurationMs(std::string_view text) {
   auto bad = [&]() {
-    return Status::InvalidArgument(Quote(text) + " is not a duration; use e.g. 90s, 10m, 1h30m, 250ms");
+    return Status::InvalidArgument(Quote(text) +
+                                   " is not a duration; use e.g. 90s, 10m, 1h30m, 250ms");
   };
   if (text.empty()) return bad();
   int64_t total = 0;
@@ -607,12 +658,18 @@ Result<int64_t> ParseDurationMs(std::string_view text) {
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
     int64_t mult = 0;
-    if (unit == "ms") mult = 1;
-    else if (unit == "s") mult = 1000;
-    else if (unit == "m") mult = 60'000;
-    else if (unit == "h") mult = 3'600'000;
-    else if (unit == "d") mult = 86'400'000;
-    else return bad();
+    if (unit == "ms")
+      mult = 1;
+    else if (unit == "s")
+      mult = 1000;
+    else if (unit == "m")
+      mult = 60'000;
+    else if (unit == "h")
+      mult = 3'600'000;
+    else if (unit == "d")
+      mult = 86'400'000;
+    else
+      return bad();
     total += n * mult;
   }
   if (total <= 0) return bad();

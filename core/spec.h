@@ -34,7 +34,7 @@ const char* RoleName(MetricRole r);
 
 struct MetricSpec {
   std::string name;
-  std::string pattern;   // RE2; exactly one of pattern / json_key is set
+  std::string pattern;  // RE2; exactly one of pattern / json_key is set
   std::string json_key;
   std::string unit;
   Better better = Better::kHigher;
@@ -46,20 +46,20 @@ struct MetricSpec {
 
 struct RunPolicy {
   int repeats = 5;
-  int warmup_steps = 0;                      // samples with step <= this are warm-up
-  int64_t timeout_ms = 60LL * 60 * 1000;     // 1h
+  int warmup_steps = 0;                         // samples with step <= this are warm-up
+  int64_t timeout_ms = 60LL * 60 * 1000;        // 1h
   std::map<std::string, std::string> selector;  // agent labels that must match
 };
 
 struct WorkloadSpec {
   std::string name;
   std::string description;
-  std::vector<std::string> command;             // argv templates
-  std::map<std::string, std::string> env;       // value templates
-  std::map<std::string, std::string> files;     // path (relative to the run dir) -> content template
-  std::vector<ParamSpec> params;                // in declaration order
+  std::vector<std::string> command;          // argv templates
+  std::map<std::string, std::string> env;    // value templates
+  std::map<std::string, std::string> files;  // path (relative to the run dir) -> content template
+  std::vector<ParamSpec> params;             // in declaration order
   std::vector<std::vector<std::string>> coupled;
-  std::vector<MetricSpec> metrics;              // in declaration order
+  std::vector<MetricSpec> metrics;  // in declaration order
   RunPolicy run;
 
   const ParamSpec* FindParam(std::string_view name) const;

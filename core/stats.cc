@@ -16,9 +16,9 @@ double Median(std::vector<double> v) {
 }
 
 Descriptive Describe(std::vector<double> values) {
-  values.erase(std::remove_if(values.begin(), values.end(),
-                              [](double x) { return !std::isfinite(x); }),
-               values.end());
+  values.erase(
+      std::remove_if(values.begin(), values.end(), [](double x) { return !std::isfinite(x); }),
+      values.end());
   Descriptive d;
   d.n = static_cast<int>(values.size());
   if (values.empty()) return d;

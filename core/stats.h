@@ -27,8 +27,8 @@ struct StepValue {
 };
 
 struct RunMetricSummary {
-  int samples = 0;  // all samples of the metric
-  int steady = 0;   // samples after the declared warm-up
+  int samples = 0;           // all samples of the metric
+  int steady = 0;            // samples after the declared warm-up
   Descriptive steady_stats;  // over the steady-state samples; n == 0 when none remain
 };
 

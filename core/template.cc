@@ -5,8 +5,12 @@
 namespace tunectl {
 namespace {
 
-bool IdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool IdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool IdentStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool IdentChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Visits the template: literal text goes to `lit`, placeholder names to `ph`.
 template <typename Lit, typename Ph>
@@ -42,7 +46,8 @@ void Scan(std::string_view t, Lit lit, Ph ph) {
 
 std::vector<std::string> PlaceholderNames(std::string_view tmpl) {
   std::vector<std::string> names;
-  Scan(tmpl, [](char) {}, [&](std::string_view n) { names.emplace_back(n); });
+  Scan(
+      tmpl, [](char) {}, [&](std::string_view n) { names.emplace_back(n); });
   return names;
 }
 

@@ -1,11 +1,10 @@
 // tunectl-server: parse flags, wire, run until SIGINT/SIGTERM.
-#include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-#include <thread>
 
 #include "server/server.h"
+#include "sys/signals.h"
 
 int main(int argc, char** argv) {
   tunectl::ServerOptions opts;
@@ -14,9 +13,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--db", opts.db,
                  "PostgreSQL DSN or URI (postgresql://…); omit to run an embedded PostgreSQL");
-  app.add_option("--data-dir", opts.data_dir,
-                 "data directory for the embedded PostgreSQL (default " +
-                     tunectl::DefaultDataDir() + ")");
+  app.add_option(
+      "--data-dir", opts.data_dir,
+      "data directory for the embedded PostgreSQL (default " + tunectl::DefaultDataDir() + ")");
   app.add_option("--pg-bin", opts.pg_bin, "PostgreSQL binaries for the embedded database")
       ->capture_default_str();
   app.add_option("--port-file", opts.port_file, "write the bound port to this file");
@@ -26,12 +25,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 3600));
   CLI11_PARSE(app, argc, argv);
 
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  tunectl::TerminationSignals signals;
 
   auto log = [](tunectl::LogLevel l, const std::string& m) {
     switch (l) {
@@ -47,17 +41,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("tunectl-server listening on {} (port {})", opts.listen, (*server)->port());
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
+  signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: shutting down", sig);
     (*server)->Shutdown();
   });
   (*server)->Wait();
-  if (waiter.joinable()) {
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
-  }
   server->reset();
   spdlog::info("stopped");
   return 0;

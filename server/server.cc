@@ -94,7 +94,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   aopts.server_id = std::string(host) + ":" + std::to_string(getpid());
-  s->agents_ = std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(), aopts, log);
+  s->agents_ =
+      std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(), aopts, log);
 
   grpc::ServerBuilder b;
   b.AddListeningPort(opts.listen, grpc::InsecureServerCredentials(), &s->port_);

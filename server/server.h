@@ -15,9 +15,9 @@ struct ServerOptions {
   std::string db;                         // libpq DSN or URI; "" = embedded PostgreSQL
   std::string data_dir;                   // embedded PostgreSQL lives in <data_dir>/pg
   std::string pg_bin = "/usr/lib/postgresql/15/bin";
-  std::string port_file;                  // if set, the bound port is written here
+  std::string port_file;  // if set, the bound port is written here
   int heartbeat_interval_ms = 2000;
-  int agent_timeout_s = 15;               // silent agents' runs are requeued after this
+  int agent_timeout_s = 15;  // silent agents' runs are requeued after this
   int dispatch_interval_ms = 500;
 };
 

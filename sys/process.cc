@@ -102,8 +102,10 @@ class PosixProcess : public Process {
  private:
   ExitStatus Record(int status) {
     ExitStatus e;
-    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
-    else e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+      e.signal = WTERMSIG(status);
+    else
+      e.exit_code = WEXITSTATUS(status);
     exit_ = e;
     return e;
   }
@@ -119,7 +121,8 @@ class PosixLauncher : public ProcessLauncher {
   Result<std::unique_ptr<Process>> Start(const ProcessSpec& spec) override {
     if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
     int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0) return Status::Internal(std::string("pipe: ") + strerror(errno));
+    if (pipe2(out, O_CLOEXEC) != 0)
+      return Status::Internal(std::string("pipe: ") + strerror(errno));
     if (pipe2(err, O_CLOEXEC) != 0) {
       close(out[0]);
       close(out[1]);
@@ -178,7 +181,9 @@ class PosixLauncher : public ProcessLauncher {
 }  // namespace
 
 std::string ExitStatus::ToString() const {
-  if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  if (signal)
+    return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) +
+           ")";
   return "exit code " + std::to_string(exit_code);
 }
 

@@ -67,8 +67,8 @@ grpc::Status AgentServiceImpl::Session(
   welcome.mutable_welcome()->set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
   if (!session->Send(welcome)) return grpc::Status::OK;
   log_(LogLevel::kInfo, "agent " + h.name() + " connected (" + FormatLabels(labels) + ", " +
-                            std::to_string(h.slots()) + " slots, " +
-                            std::to_string(active.size()) + " active runs)");
+                            std::to_string(h.slots()) + " slots, " + std::to_string(active.size()) +
+                            " active runs)");
   dispatcher_->Register(session);
 
   grpc::Status result = grpc::Status::OK;
@@ -76,9 +76,7 @@ grpc::Status AgentServiceImpl::Session(
     Status st;
     v1::ServerMessage ack;
     switch (in.msg_case()) {
-      case v1::AgentMessage::kHeartbeat:
-        st = store_->TouchAgent(*id);
-        break;
+      case v1::AgentMessage::kHeartbeat: st = store_->TouchAgent(*id); break;
       case v1::AgentMessage::kRunStarted:
         st = store_->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(), *id);
         break;
@@ -99,7 +97,8 @@ grpc::Status AgentServiceImpl::Session(
       }
       case v1::AgentMessage::kRunFinished: {
         const auto& f = in.run_finished();
-        RunResult res{f.exit_code(), f.signal(), f.reason(), f.stderr_tail(), f.batches(), f.lines()};
+        RunResult res{f.exit_code(),   f.signal(),  f.reason(),
+                      f.stderr_tail(), f.batches(), f.lines()};
         st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name());
         if (!st.ok() && st.code() == Status::Code::kNotFound) st = Status::Ok();
         if (st.ok()) {
@@ -110,8 +109,7 @@ grpc::Status AgentServiceImpl::Session(
         }
         break;
       }
-      default:
-        break;  // newer agent message kinds are ignored by this server
+      default: break;  // newer agent message kinds are ignored by this server
     }
     if (!st.ok()) {
       // Not acknowledged: end the session so the agent reconnects and resends what is unacked.

@@ -14,7 +14,8 @@ namespace tunectl {
 
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
-  TuningServiceImpl(Store* store, Dispatcher* dispatcher) : store_(store), dispatcher_(dispatcher) {}
+  TuningServiceImpl(Store* store, Dispatcher* dispatcher)
+      : store_(store), dispatcher_(dispatcher) {}
 
   grpc::Status ApplyWorkload(grpc::ServerContext*, const v1::ApplyWorkloadRequest*,
                              v1::ApplyWorkloadResponse*) override;
@@ -47,8 +48,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
   AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts, LogFn log)
       : store_(store), dispatcher_(dispatcher), opts_(std::move(opts)), log_(std::move(log)) {}
 
-  grpc::Status Session(grpc::ServerContext* ctx,
-                       grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
+  grpc::Status Session(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
 
  private:
   Store* store_;

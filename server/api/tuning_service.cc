@@ -10,6 +10,21 @@ std::string Actor(grpc::ServerContext* ctx) {
   return "user:" + std::string(it->second.data(), it->second.size());
 }
 
+// Fills in why each queued run waits, from the agents' labels, slots and connection state.
+Status ExplainWaits(Store& store, std::vector<RunRow*> runs) {
+  bool any_queued = false;
+  for (auto* r : runs) any_queued |= r->state == "queued";
+  if (!any_queued) return Status::Ok();
+  auto agents = store.ListAgents();
+  if (!agents.ok()) return agents.status();
+  std::vector<AgentView> views;
+  for (const auto& a : *agents)
+    views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
+  for (auto* r : runs)
+    if (r->state == "queued") r->wait_reason = WaitReason(r->selector, views);
+  return Status::Ok();
+}
+
 }  // namespace
 
 grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
@@ -65,14 +80,10 @@ grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRun
                                          v1::ListRunsResponse* resp) {
   auto runs = store_->ListRuns(req->baseline_id(), req->limit());
   if (!runs.ok()) return ToGrpc(runs.status());
-  auto agents = store_->ListAgents();
-  if (!agents.ok()) return ToGrpc(agents.status());
-  std::vector<AgentView> views;
-  for (const auto& a : *agents) views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
-  for (auto& r : *runs) {
-    if (r.state == "queued") r.wait_reason = WaitReason(r.selector, views);
-    ToProto(r, resp->add_runs());
-  }
+  std::vector<RunRow*> ptrs;
+  for (auto& r : *runs) ptrs.push_back(&r);
+  if (auto st = ExplainWaits(*store_, ptrs); !st.ok()) return ToGrpc(st);
+  for (const auto& r : *runs) ToProto(r, resp->add_runs());
   return grpc::Status::OK;
 }
 
@@ -80,14 +91,7 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunReq
                                        v1::Run* resp) {
   auto r = store_->GetRun(req->id());
   if (!r.ok()) return ToGrpc(r.status());
-  if (r->state == "queued") {
-    auto agents = store_->ListAgents();
-    if (!agents.ok()) return ToGrpc(agents.status());
-    std::vector<AgentView> views;
-    for (const auto& a : *agents)
-      views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
-    r->wait_reason = WaitReason(r->selector, views);
-  }
+  if (auto st = ExplainWaits(*store_, {&*r}); !st.ok()) return ToGrpc(st);
   ToProto(*r, resp);
   return grpc::Status::OK;
 }

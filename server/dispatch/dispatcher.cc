@@ -9,9 +9,13 @@ namespace tunectl {
 Dispatcher::Dispatcher(Store* store, DispatcherOptions opts, LogFn log)
     : store_(store), opts_(opts), log_(std::move(log)) {}
 
-Dispatcher::~Dispatcher() { Stop(); }
+Dispatcher::~Dispatcher() {
+  Stop();
+}
 
-void Dispatcher::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Dispatcher::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Dispatcher::Stop() {
   {

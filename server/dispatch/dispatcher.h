@@ -28,8 +28,8 @@ class AgentSession {
 };
 
 struct DispatcherOptions {
-  int interval_ms = 500;      // poll period when nothing notifies
-  int agent_timeout_s = 15;   // silent agents are expired after this
+  int interval_ms = 500;     // poll period when nothing notifies
+  int agent_timeout_s = 15;  // silent agents are expired after this
 };
 
 class Dispatcher {

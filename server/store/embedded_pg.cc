@@ -30,10 +30,9 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   if (auto s = MakeDirs(o.data_dir, 0755); !s.ok()) return s;
   auto lock = FileLock::Acquire(o.data_dir + "/server.lock");
   if (!lock.ok())
-    return Status::FailedPrecondition("data dir " + o.data_dir +
-                                      " is in use by another tunectl-server: " +
-                                      lock.status().message() +
-                                      "; stop that server or pass a different --data-dir");
+    return Status::FailedPrecondition(
+        "data dir " + o.data_dir + " is in use by another tunectl-server: " +
+        lock.status().message() + "; stop that server or pass a different --data-dir");
   std::unique_ptr<EmbeddedPostgres> pg(new EmbeddedPostgres(o, launcher, std::move(*lock)));
   pg->as_root_ = geteuid() == 0;
   const std::string root = o.data_dir + "/pg";
@@ -48,7 +47,8 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     passwd* pw = getpwnam(o.run_as.c_str());
     if (!pw)
       return Status::FailedPrecondition("running as root, PostgreSQL needs the unprivileged user " +
-                                        o.run_as + ", which does not exist (install postgresql-15)");
+                                        o.run_as +
+                                        ", which does not exist (install postgresql-15)");
     for (const auto& d : {root, pg->sock_}) {
       if (chown(d.c_str(), pw->pw_uid, pw->pw_gid) != 0)
         return Status::Internal("cannot chown " + d + " to " + o.run_as);
@@ -65,15 +65,17 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     auto r = pg->Pg({o.pg_bin + "/initdb", "-D", pg->pgdata_, "-U", "postgres", "-E", "UTF8",
                      "--locale=C.UTF-8", "-A", "trust"});
     if (!r.ok()) return r.status();
-    if (!r->status.ok()) return Status::Internal("initdb failed (" + r->status.ToString() + "):\n" + r->output);
-    std::string conf = "\n# tunectl embedded settings\nlisten_addresses = ''\nport = " +
-                       std::to_string(o.port) + "\nunix_socket_directories = '" + pg->sock_ +
-                       "'\nmax_connections = 60\nshared_buffers = 128MB\n";
+    if (!r->status.ok())
+      return Status::Internal("initdb failed (" + r->status.ToString() + "):\n" + r->output);
+    std::string conf =
+        "\n# tunectl embedded settings\nlisten_addresses = ''\nport = " + std::to_string(o.port) +
+        "\nunix_socket_directories = '" + pg->sock_ +
+        "'\nmax_connections = 60\nshared_buffers = 128MB\n";
     auto existing = ReadFile(pg->pgdata_ + "/postgresql.conf");
     if (!existing.ok()) return existing.status();
     // Written by the owner (postgres) so file ownership stays right.
-    auto w = pg->Pg({"sh", "-c", "cat >> \"$0\" <<'EOF'\n" + conf + "EOF\n",
-                     pg->pgdata_ + "/postgresql.conf"});
+    auto w = pg->Pg(
+        {"sh", "-c", "cat >> \"$0\" <<'EOF'\n" + conf + "EOF\n", pg->pgdata_ + "/postgresql.conf"});
     if (!w.ok() || !w->status.ok()) return Status::Internal("cannot write postgresql.conf");
   }
   if (fs::exists(pg->pgdata_ + "/postmaster.pid")) {
@@ -82,8 +84,8 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-m", "fast", "-w", "-t", "60", "stop"});
   }
   progress("starting PostgreSQL (socket " + pg->sock_ + ")");
-  auto r = pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-l", root + "/server.log", "-w",
-                   "-t", "60", "-o", "-k " + pg->sock_, "start"});
+  auto r = pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-l", root + "/server.log", "-w", "-t",
+                   "60", "-o", "-k " + pg->sock_, "start"});
   if (!r.ok()) return r.status();
   if (!r->status.ok()) {
     auto log = ReadFile(root + "/server.log");
@@ -117,6 +119,8 @@ Status EmbeddedPostgres::Stop() {
   return Status::Ok();
 }
 
-EmbeddedPostgres::~EmbeddedPostgres() { Stop(); }
+EmbeddedPostgres::~EmbeddedPostgres() {
+  Stop();
+}
 
 }  // namespace tunectl

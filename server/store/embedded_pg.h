@@ -16,10 +16,10 @@
 namespace tunectl {
 
 struct EmbeddedPgOptions {
-  std::string data_dir;                          // required
+  std::string data_dir;  // required
   std::string pg_bin = "/usr/lib/postgresql/15/bin";
-  std::string run_as = "postgres";               // OS user for PostgreSQL when we are root
-  int port = 5432;                               // only names the Unix socket; no TCP listener
+  std::string run_as = "postgres";  // OS user for PostgreSQL when we are root
+  int port = 5432;                  // only names the Unix socket; no TCP listener
   std::string database = "tunectl";
 };
 

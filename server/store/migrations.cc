@@ -6,7 +6,9 @@ namespace tunectl {
 
 extern const std::vector<std::pair<std::string, std::string>> kEmbeddedMigrations;
 
-const MigrationList& EmbeddedMigrations() { return kEmbeddedMigrations; }
+const MigrationList& EmbeddedMigrations() {
+  return kEmbeddedMigrations;
+}
 
 namespace {
 constexpr long long kMigrationLock = 0x74756e6563746c01;  // "tunectl" + 1

@@ -11,8 +11,7 @@ ConnectionPool::Lease::~Lease() {
   if (conn_) pool_->Release(std::move(conn_));
 }
 
-Result<std::unique_ptr<ConnectionPool>> ConnectionPool::Open(const std::string& dsn,
-                                                             int max_size) {
+Result<std::unique_ptr<ConnectionPool>> ConnectionPool::Open(const std::string& dsn, int max_size) {
   std::unique_ptr<ConnectionPool> p(new ConnectionPool(dsn, max_size));
   try {
     auto c = std::make_unique<pqxx::connection>(dsn);

@@ -5,13 +5,11 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <pqxx/connection>
 #include <string>
 #include <vector>
 
-#include <pqxx/connection>
-
 #include "core/status.h"
-
 
 namespace tunectl {
 

@@ -34,9 +34,13 @@ Result<T> InTx(ConnectionPool* pool, F&& f) {
   }
 }
 
-Status ToStatus(const Result<bool>& r) { return r.ok() ? Status::Ok() : r.status(); }
+Status ToStatus(const Result<bool>& r) {
+  return r.ok() ? Status::Ok() : r.status();
+}
 
-std::string MapToJson(const std::map<std::string, std::string>& m) { return json(m).dump(); }
+std::string MapToJson(const std::map<std::string, std::string>& m) {
+  return json(m).dump();
+}
 
 std::map<std::string, std::string> JsonToMap(const std::string& text) {
   std::map<std::string, std::string> out;
@@ -50,10 +54,10 @@ std::map<std::string, std::string> JsonToMap(const std::string& text) {
 void Audit(pqxx::work& w, const std::string& actor, const std::string& kind,
            const std::string& entity, int64_t id, const json& detail) {
   w.exec_params0(
-      "INSERT INTO audit_events(actor, kind, entity, entity_id, detail) VALUES ($1,$2,$3,$4,$5::jsonb)",
+      "INSERT INTO audit_events(actor, kind, entity, entity_id, detail) VALUES "
+      "($1,$2,$3,$4,$5::jsonb)",
       actor, kind, entity, id, detail.dump());
 }
-
 
 std::string LaunchJson(const WorkloadSpec& spec, const Launch& l) {
   json j;
@@ -97,8 +101,9 @@ Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name) {
     auto all = w.exec("SELECT name FROM workloads ORDER BY name");
     std::string known;
     for (const auto& row : all) known += (known.empty() ? "" : ", ") + row[0].as<std::string>();
-    return Status::NotFound("workload \"" + name + "\" not found; known workloads: " +
-                            (known.empty() ? "none (apply one with tunectl workload apply -f FILE)" : known));
+    return Status::NotFound(
+        "workload \"" + name + "\" not found; known workloads: " +
+        (known.empty() ? "none (apply one with tunectl workload apply -f FILE)" : known));
   }
   return WorkloadFromRow(r[0]);
 }
@@ -154,7 +159,8 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
       Descriptive d = Describe(medians);
       if (d.n == 0) continue;
       w.exec_params0(
-          "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, min, max) "
+          "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, min, "
+          "max) "
           "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
           baseline_id, m.name, d.n, d.median, d.mean, d.stddev, d.cv, d.min, d.max);
       detail["median_" + m.name] = d.median;
@@ -178,8 +184,8 @@ int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::s
   for (int64_t b : baselines) w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", b);
   int n = 0;
   for (int64_t id : run_ids) {
-    auto r = w.exec_params(
-        "SELECT attempt, max_attempts, state FROM runs WHERE id = $1 FOR UPDATE", id);
+    auto r =
+        w.exec_params("SELECT attempt, max_attempts, state FROM runs WHERE id = $1 FOR UPDATE", id);
     if (r.empty()) continue;
     const std::string state = r[0][2].as<std::string>();
     if (state != "assigned" && state != "running") continue;
@@ -238,18 +244,22 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
                                          const std::string& actor) {
   return InTx<ApplyResult>(pool_, [&](pqxx::work& w) -> Result<ApplyResult> {
     const std::string spec_json = WorkloadSpecToJson(spec);
-    auto cur = w.exec_params(
-        "SELECT id, spec::text FROM workloads WHERE name = $1 FOR UPDATE", spec.name);
+    auto cur =
+        w.exec_params("SELECT id, spec::text FROM workloads WHERE name = $1 FOR UPDATE", spec.name);
     std::string action;
     if (cur.empty()) {
       int64_t id = w.exec_params1(
-          "INSERT INTO workloads(name, description, spec, spec_text) VALUES ($1,$2,$3::json,$4) "
-          "RETURNING id",
-          spec.name, spec.description, spec_json, text)[0].as<int64_t>();
+                        "INSERT INTO workloads(name, description, spec, spec_text) VALUES "
+                        "($1,$2,$3::json,$4) "
+                        "RETURNING id",
+                        spec.name, spec.description, spec_json, text)[0]
+                       .as<int64_t>();
       int64_t cfg = w.exec_params1(
-          "INSERT INTO config_versions(workload_id, version, params) VALUES ($1, 1, $2::jsonb) "
-          "RETURNING id",
-          id, MapToJson(DefaultParamValues(spec)))[0].as<int64_t>();
+                         "INSERT INTO config_versions(workload_id, version, params) VALUES ($1, 1, "
+                         "$2::jsonb) "
+                         "RETURNING id",
+                         id, MapToJson(DefaultParamValues(spec)))[0]
+                        .as<int64_t>();
       Audit(w, actor, "workload.created", "workload", id,
             {{"name", spec.name}, {"config_id", cfg}});
       action = "created";
@@ -272,12 +282,13 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
         if (now != old) {
           w.exec_params0("UPDATE config_versions SET is_current = false WHERE id = $1",
                          c[0].as<int64_t>());
-          int64_t cfg = w.exec_params1(
-              "INSERT INTO config_versions(workload_id, version, params, parent_id, change) "
-              "VALUES ($1, $2, $3::jsonb, $4, $5::jsonb) RETURNING id",
-              id, c[1].as<int>() + 1, MapToJson(now), c[0].as<int64_t>(),
-              json({{"reason", "workload spec changed its parameters"}}).dump())[0]
-                            .as<int64_t>();
+          int64_t cfg =
+              w.exec_params1(
+                   "INSERT INTO config_versions(workload_id, version, params, parent_id, change) "
+                   "VALUES ($1, $2, $3::jsonb, $4, $5::jsonb) RETURNING id",
+                   id, c[1].as<int>() + 1, MapToJson(now), c[0].as<int64_t>(),
+                   json({{"reason", "workload spec changed its parameters"}}).dump())[0]
+                  .as<int64_t>();
           detail["config_id"] = cfg;
         }
         Audit(w, actor, "workload.updated", "workload", id, detail);
@@ -291,15 +302,16 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
 }
 
 Result<std::vector<WorkloadRow>> Store::ListWorkloads() {
-  return InTx<std::vector<WorkloadRow>>(pool_, [&](pqxx::work& w) -> Result<std::vector<WorkloadRow>> {
-    std::vector<WorkloadRow> out;
-    for (const auto& r : w.exec(std::string(kWorkloadSelect) + "ORDER BY w.name")) {
-      auto row = WorkloadFromRow(r);
-      if (!row.ok()) return row.status();
-      out.push_back(*row);
-    }
-    return out;
-  });
+  return InTx<std::vector<WorkloadRow>>(
+      pool_, [&](pqxx::work& w) -> Result<std::vector<WorkloadRow>> {
+        std::vector<WorkloadRow> out;
+        for (const auto& r : w.exec(std::string(kWorkloadSelect) + "ORDER BY w.name")) {
+          auto row = WorkloadFromRow(r);
+          if (!row.ok()) return row.status();
+          out.push_back(*row);
+        }
+        return out;
+      });
 }
 
 Result<WorkloadRow> Store::GetWorkload(const std::string& name) {
@@ -326,15 +338,17 @@ Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
     auto wl = LoadWorkload(w, name);
     if (!wl.ok()) return wl.status();
     if (repeats < 0 || repeats > 1000)
-      return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +
-                                     " is out of range; allowed 1..1000 (0 = the workload's run.repeats)");
+      return Status::InvalidArgument(
+          "--repeats: " + std::to_string(repeats) +
+          " is out of range; allowed 1..1000 (0 = the workload's run.repeats)");
     if (repeats == 0) repeats = wl->spec.run.repeats;
     auto launch = BindLaunch(wl->spec, wl->config_params);
     if (!launch.ok()) return launch.status();
     const int64_t id = w.exec_params1(
-        "INSERT INTO baselines(workload_id, config_id, repeats, state, actor) "
-        "VALUES ($1,$2,$3,'running',$4) RETURNING id",
-        wl->id, wl->config_id, repeats, actor)[0].as<int64_t>();
+                            "INSERT INTO baselines(workload_id, config_id, repeats, state, actor) "
+                            "VALUES ($1,$2,$3,'running',$4) RETURNING id",
+                            wl->id, wl->config_id, repeats, actor)[0]
+                           .as<int64_t>();
     const std::string launch_json = LaunchJson(wl->spec, *launch);
     const std::string params = MapToJson(wl->config_params);
     const std::string selector = MapToJson(wl->spec.run.selector);
@@ -366,8 +380,9 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     if (r.empty()) {
       auto last = w.exec("SELECT max(id) FROM baselines")[0][0];
       return Status::NotFound("baseline " + std::to_string(id) + " not found" +
-                              (last.is_null() ? "; there are no baselines yet"
-                                              : "; baselines are numbered 1.." + last.as<std::string>()));
+                              (last.is_null()
+                                   ? "; there are no baselines yet"
+                                   : "; baselines are numbered 1.." + last.as<std::string>()));
     }
     BaselineRow b;
     b.id = r[0][0].as<int64_t>();
@@ -435,9 +450,9 @@ Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
     if (baseline_id > 0 &&
         w.exec_params("SELECT 1 FROM baselines WHERE id = $1", baseline_id).empty())
       return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
-    auto r = w.exec_params(std::string(kRunSelect) +
-                               "WHERE $1 = 0 OR r.baseline_id = $1 ORDER BY r.id DESC LIMIT $2",
-                           baseline_id, limit > 0 ? limit : 200);
+    auto r = w.exec_params(
+        std::string(kRunSelect) + "WHERE $1 = 0 OR r.baseline_id = $1 ORDER BY r.id DESC LIMIT $2",
+        baseline_id, limit > 0 ? limit : 200);
     std::vector<RunRow> out;
     for (const auto& row : r) out.push_back(RunFromRow(row));
     std::reverse(out.begin(), out.end());
@@ -498,7 +513,8 @@ Status Store::DisconnectAgent(int64_t agent_id, const std::string& session) {
         "RETURNING name",
         agent_id, session);
     if (!r.empty())
-      Audit(w, "agent:" + r[0][0].as<std::string>(), "agent.disconnected", "agent", agent_id, json::object());
+      Audit(w, "agent:" + r[0][0].as<std::string>(), "agent.disconnected", "agent", agent_id,
+            json::object());
     return true;
   }));
 }
@@ -567,37 +583,38 @@ Result<int> Store::ExpireAgents(int timeout_s) {
 
 Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,
                                                  int slots) {
-  return InTx<std::vector<LaunchPlan>>(pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
-    std::vector<LaunchPlan> out;
-    if (slots <= 0) return out;
-    auto r = w.exec_params(
-        "WITH c AS (SELECT id FROM runs WHERE state = 'queued' AND selector <@ $1::jsonb "
-        "ORDER BY id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
-        "AND b.state IN ('assigned','running'))) FOR UPDATE SKIP LOCKED) "
-        "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
-        "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
-        "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
-        MapToJson(labels), slots, agent_id);
-    for (const auto& row : r) {
-      LaunchPlan p;
-      p.run_id = row[0].as<int64_t>();
-      p.attempt = row[1].as<int>();
-      p.workload = row[3].as<std::string>();
-      auto j = json::parse(row[2].as<std::string>());
-      p.argv = j["argv"].get<std::vector<std::string>>();
-      p.env = j["env"].get<std::map<std::string, std::string>>();
-      p.files = j["files"].get<std::map<std::string, std::string>>();
-      for (const auto& m : j["metrics"])
-        p.metrics.push_back({m["name"], m["pattern"], m["json"]});
-      p.timeout_ms = j["timeout_ms"].get<int64_t>();
-      Audit(w, "server", "run.assigned", "run", p.run_id,
-            {{"agent_id", agent_id}, {"attempt", p.attempt}});
-      out.push_back(std::move(p));
-    }
-    std::sort(out.begin(), out.end(),
-              [](const LaunchPlan& a, const LaunchPlan& b) { return a.run_id < b.run_id; });
-    return out;
-  });
+  return InTx<std::vector<LaunchPlan>>(
+      pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
+        std::vector<LaunchPlan> out;
+        if (slots <= 0) return out;
+        auto r = w.exec_params(
+            "WITH c AS (SELECT id FROM runs WHERE state = 'queued' AND selector <@ $1::jsonb "
+            "ORDER BY id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
+            "AND b.state IN ('assigned','running'))) FOR UPDATE SKIP LOCKED) "
+            "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
+            "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
+            "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
+            MapToJson(labels), slots, agent_id);
+        for (const auto& row : r) {
+          LaunchPlan p;
+          p.run_id = row[0].as<int64_t>();
+          p.attempt = row[1].as<int>();
+          p.workload = row[3].as<std::string>();
+          auto j = json::parse(row[2].as<std::string>());
+          p.argv = j["argv"].get<std::vector<std::string>>();
+          p.env = j["env"].get<std::map<std::string, std::string>>();
+          p.files = j["files"].get<std::map<std::string, std::string>>();
+          for (const auto& m : j["metrics"])
+            p.metrics.push_back({m["name"], m["pattern"], m["json"]});
+          p.timeout_ms = j["timeout_ms"].get<int64_t>();
+          Audit(w, "server", "run.assigned", "run", p.run_id,
+                {{"agent_id", agent_id}, {"attempt", p.attempt}});
+          out.push_back(std::move(p));
+        }
+        std::sort(out.begin(), out.end(),
+                  [](const LaunchPlan& a, const LaunchPlan& b) { return a.run_id < b.run_id; });
+        return out;
+      });
 }
 
 Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id) {
@@ -620,9 +637,9 @@ Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
         run_id, attempt, seq, static_cast<int>(samples.size()));
     if (r.empty()) return false;
     if (!samples.empty()) {
-      pqxx::stream_to s(w, "metric_samples",
-                        std::vector<std::string>{"run_id", "attempt", "metric", "step", "value",
-                                                 "line_no"});
+      pqxx::stream_to s(
+          w, "metric_samples",
+          std::vector<std::string>{"run_id", "attempt", "metric", "step", "value", "line_no"});
       for (const auto& x : samples)
         s << std::make_tuple(run_id, attempt, x.metric, x.step, x.value, x.line_no);
       s.complete();
@@ -641,19 +658,22 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
       baseline = pre[0][0].as<int64_t>();
       w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", *baseline);
     }
-    auto r = w.exec_params(
-        "SELECT attempt, state, launch::text FROM runs WHERE id = $1 FOR UPDATE", run_id);
+    auto r = w.exec_params("SELECT attempt, state, launch::text FROM runs WHERE id = $1 FOR UPDATE",
+                           run_id);
     if (r[0][0].as<int>() != attempt || IsTerminal(r[0][1].as<std::string>())) return true;
     std::string state = "succeeded";
-    if (res.reason == "cancelled") state = "cancelled";
-    else if (!res.reason.empty() || res.signal != 0 || res.exit_code != 0) state = "failed";
+    if (res.reason == "cancelled")
+      state = "cancelled";
+    else if (!res.reason.empty() || res.signal != 0 || res.exit_code != 0)
+      state = "failed";
     std::string reason = res.reason;
     if (reason.empty() && state == "failed")
       reason = res.signal ? "killed by signal " + std::to_string(res.signal)
                           : "exit code " + std::to_string(res.exit_code);
-    const int64_t stored_batches = w.exec_params1(
-        "SELECT count(*) FROM metric_batches WHERE run_id = $1 AND attempt = $2", run_id,
-        attempt)[0].as<int64_t>();
+    const int64_t stored_batches =
+        w.exec_params1("SELECT count(*) FROM metric_batches WHERE run_id = $1 AND attempt = $2",
+                       run_id, attempt)[0]
+            .as<int64_t>();
     if (stored_batches != res.batches)
       reason += (reason.empty() ? "" : "; ") + std::string("agent sent ") +
                 std::to_string(res.batches) + " metric batches, server has " +
@@ -673,8 +693,11 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
              run_id, attempt))
       series[s[0].as<std::string>()].push_back({s[1].as<int64_t>(), s[2].as<double>()});
     w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);
-    json detail = {{"attempt", attempt}, {"state", state}, {"exit_code", res.exit_code},
-                   {"signal", res.signal}, {"reason", reason}};
+    json detail = {{"attempt", attempt},
+                   {"state", state},
+                   {"exit_code", res.exit_code},
+                   {"signal", res.signal},
+                   {"reason", reason}};
     for (const auto& [metric, values] : series) {
       RunMetricSummary s = SummarizeRunMetric(values, warmup);
       std::optional<double> med, mn, mx;

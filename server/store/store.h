@@ -26,7 +26,7 @@ struct WorkloadRow {
   WorkloadSpec spec;
   std::string spec_json;
   int spec_revision = 0;
-  int64_t config_id = 0;      // current config version
+  int64_t config_id = 0;  // current config version
   int config_version = 0;
   ParamValues config_params;
   std::string created_at;
@@ -136,7 +136,8 @@ class Store {
   Result<WorkloadRow> GetWorkload(const std::string& name);
 
   // Baselines: creates the baseline and its queued runs at the workload's current config.
-  Result<int64_t> CreateBaseline(const std::string& workload, int repeats, const std::string& actor);
+  Result<int64_t> CreateBaseline(const std::string& workload, int repeats,
+                                 const std::string& actor);
   Result<BaselineRow> GetBaseline(int64_t id);
   Result<std::vector<BaselineRow>> ListBaselines(const std::string& workload);
 

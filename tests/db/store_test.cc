@@ -22,12 +22,14 @@ params:
 metrics:
   sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
   loss: {json: loss, better: lower, role: guardrail}
-run: {repeats: 3, warmup_steps: 2, selector: {)" + selector + "}}\n");
+run: {repeats: 3, warmup_steps: 2, selector: {)" +
+                             selector + "}}\n");
   EXPECT_TRUE(s.ok()) << s.status().message();
   return *s;
 }
 
-int64_t AddAgent(Store& st, const std::string& name, LabelMap labels = {{"pool", "cpu"}}, int slots = 4) {
+int64_t AddAgent(Store& st, const std::string& name, LabelMap labels = {{"pool", "cpu"}},
+                 int slots = 4) {
   auto id = st.RegisterAgent(name, labels, slots, "test", "session-" + name);
   EXPECT_TRUE(id.ok()) << id.status().message();
   return *id;
@@ -98,7 +100,8 @@ TEST(Store, CreateBaselineForUnknownWorkloadChangesNothing) {
   auto id = st.CreateBaseline("nope", 2, "user:t");
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), Status::Code::kNotFound);
-  EXPECT_THAT(id.status().message(), HasSubstr("workload \"nope\" not found; known workloads: demo"));
+  EXPECT_THAT(id.status().message(),
+              HasSubstr("workload \"nope\" not found; known workloads: demo"));
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM baselines"), "0");
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs"), "0");
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events"), audit_before);
@@ -157,7 +160,8 @@ TEST(Store, TwoDispatchersNeverClaimTheSameRun) {
   ASSERT_TRUE(pool2.ok());
   Store other(pool2->get());
   std::vector<int64_t> agents;
-  for (int i = 0; i < 8; ++i) agents.push_back(AddAgent(st, "n" + std::to_string(i), {{"pool", "cpu"}}, 1000));
+  for (int i = 0; i < 8; ++i)
+    agents.push_back(AddAgent(st, "n" + std::to_string(i), {{"pool", "cpu"}}, 1000));
   std::vector<std::vector<int64_t>> got(8);
   std::vector<std::thread> ts;
   for (int i = 0; i < 8; ++i) {

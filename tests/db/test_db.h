@@ -33,9 +33,9 @@ class TestDb {
 }  // namespace tunectl
 
 // Use first in a DB test body: skips or fails when no database is configured.
-#define TUNECTL_TEST_DB(var)                                                            \
-  auto var = ::tunectl::TestDb::Create();                                               \
-  if (!var) {                                                                           \
-    if (std::getenv("TUNECTL_REQUIRE_DB")) FAIL() << "TUNECTL_TEST_DSN is not usable";  \
-    GTEST_SKIP() << "TUNECTL_TEST_DSN not set";                                         \
+#define TUNECTL_TEST_DB(var)                                                           \
+  auto var = ::tunectl::TestDb::Create();                                              \
+  if (!var) {                                                                          \
+    if (std::getenv("TUNECTL_REQUIRE_DB")) FAIL() << "TUNECTL_TEST_DSN is not usable"; \
+    GTEST_SKIP() << "TUNECTL_TEST_DSN not set";                                        \
   }

@@ -31,10 +31,28 @@ class RecordingSink : public RunSink {
 };
 
 std::string TempDir() {
-  std::string d = std::filesystem::temp_directory_path() / ("tunectl-exec-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
+  std::string d = std::filesystem::temp_directory_path() /
+                  ("tunectl-exec-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
   std::filesystem::create_directories(d);
   return d;
 }
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void Run(const v1::Assign& a) {
+    Executor ex(launcher.get(), opts);
+    ex.Run(a, cancel, sink);
+  }
+  std::unique_ptr<ProcessLauncher> launcher = NewPosixProcessLauncher();
+  ExecutorOptions opts = [] {
+    ExecutorOptions o;
+    o.runs_dir = TempDir();
+    o.kill_grace_ms = 500;
+    return o;
+  }();
+  RecordingSink sink;
+  std::atomic<bool> cancel{false};
+};
 
 v1::Assign Job(const std::string& script) {
   v1::Assign a;
@@ -53,16 +71,11 @@ v1::Assign Job(const std::string& script) {
   return a;
 }
 
-TEST(Executor, ExtractsEverySampleInBatchesBySize) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  o.batch_max_samples = 10;
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
-  ex.Run(Job("i=1; while [ $i -le 25 ]; do echo \"v=$i\"; echo \"{\\\"loss\\\": $i, \\\"step\\\": $i}\" >&2; i=$((i+1)); done"),
-         cancel, sink);
+TEST_F(ExecutorTest, ExtractsEverySampleInBatchesBySize) {
+  opts.batch_max_samples = 10;
+  Run(
+      Job("i=1; while [ $i -le 25 ]; do echo \"v=$i\"; echo \"{\\\"loss\\\": $i, \\\"step\\\": "
+          "$i}\" >&2; i=$((i+1)); done"));
   ASSERT_EQ(sink.started.size(), 1u);
   ASSERT_EQ(sink.finished.size(), 1u);
   const auto& f = sink.finished[0];
@@ -71,55 +84,38 @@ TEST(Executor, ExtractsEverySampleInBatchesBySize) {
   EXPECT_EQ(f.lines(), 50);
   EXPECT_EQ(sink.Samples(), 50);
   EXPECT_EQ(sink.batches.size(), 5u);
-  for (size_t i = 0; i < sink.batches.size(); ++i) EXPECT_EQ(sink.batches[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < sink.batches.size(); ++i)
+    EXPECT_EQ(sink.batches[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_EQ(f.batches(), 5);
   EXPECT_EQ(f.seq(), 6);
-  EXPECT_TRUE(std::filesystem::exists(o.runs_dir + "/7-1/output.log"));
+  EXPECT_TRUE(std::filesystem::exists(opts.runs_dir + "/7-1/output.log"));
 }
 
-TEST(Executor, BindsFilesAndEnvironment) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
+TEST_F(ExecutorTest, BindsFilesAndEnvironment) {
   v1::Assign a = Job("echo v=$(cat \"$TUNECTL_RUN_DIR/cfg/x.txt\"); echo v=$MYVAR");
   auto* file = a.add_files();
   file->set_path("cfg/x.txt");
   file->set_content("42");
   (*a.mutable_env())["MYVAR"] = "8";
-  ex.Run(a, cancel, sink);
+  Run(a);
   ASSERT_EQ(sink.Samples(), 2);
   EXPECT_DOUBLE_EQ(sink.batches[0].samples(0).value(), 42);
   EXPECT_DOUBLE_EQ(sink.batches[0].samples(1).value(), 8);
 }
 
-TEST(Executor, FailureKeepsStderrTail) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
-  ex.Run(Job("echo 'CUDA out of memory' >&2; exit 3"), cancel, sink);
+TEST_F(ExecutorTest, FailureKeepsStderrTail) {
+  Run(Job("echo 'CUDA out of memory' >&2; exit 3"));
   ASSERT_EQ(sink.finished.size(), 1u);
   EXPECT_EQ(sink.finished[0].exit_code(), 3);
   EXPECT_THAT(sink.finished[0].stderr_tail(), HasSubstr("CUDA out of memory"));
 }
 
-TEST(Executor, TimeoutKillsTheProcessGroup) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  o.kill_grace_ms = 500;
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
+TEST_F(ExecutorTest, TimeoutKillsTheProcessGroup) {
+  opts.kill_grace_ms = 500;
   v1::Assign a = Job("echo v=1; sleep 60 & wait");
   a.set_timeout_ms(300);
   auto t0 = std::chrono::steady_clock::now();
-  ex.Run(a, cancel, sink);
+  Run(a);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
   ASSERT_EQ(sink.finished.size(), 1u);
   EXPECT_THAT(sink.finished[0].reason(), HasSubstr("timeout"));
@@ -127,36 +123,24 @@ TEST(Executor, TimeoutKillsTheProcessGroup) {
   EXPECT_EQ(sink.Samples(), 1);  // what was printed before the kill is kept
 }
 
-TEST(Executor, CancelFromAnotherThread) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  o.kill_grace_ms = 500;
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
+TEST_F(ExecutorTest, CancelFromAnotherThread) {
+  opts.kill_grace_ms = 500;
   std::thread t([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     cancel = true;
   });
-  ex.Run(Job("trap '' TERM; sleep 30"), cancel, sink);  // ignores SIGTERM: needs SIGKILL
+  Run(Job("trap '' TERM; sleep 30"));  // ignores SIGTERM: needs SIGKILL
   t.join();
   ASSERT_EQ(sink.finished.size(), 1u);
   EXPECT_EQ(sink.finished[0].reason(), "cancelled");
   EXPECT_EQ(sink.finished[0].signal(), SIGKILL);
 }
 
-TEST(Executor, LaunchFailureIsReportedNotThrown) {
-  auto launcher = NewPosixProcessLauncher();
-  ExecutorOptions o;
-  o.runs_dir = TempDir();
-  Executor ex(launcher.get(), o);
-  RecordingSink sink;
-  std::atomic<bool> cancel{false};
+TEST_F(ExecutorTest, LaunchFailureIsReportedNotThrown) {
   v1::Assign a = Job("");
   a.clear_argv();
   a.add_argv("/no/such/trainer");
-  ex.Run(a, cancel, sink);
+  Run(a);
   ASSERT_EQ(sink.finished.size(), 1u);
   EXPECT_TRUE(sink.started.empty());
   EXPECT_THAT(sink.finished[0].reason(), HasSubstr("launch_failed: cannot start /no/such/trainer"));

@@ -6,7 +6,7 @@ namespace tunectl {
 namespace {
 
 std::vector<ExtractedSample> Extract(const std::vector<MetricRule>& rules,
-                                 const std::vector<std::string>& lines) {
+                                     const std::vector<std::string>& lines) {
   auto x = MetricExtractor::Create(rules);
   EXPECT_TRUE(x.ok()) << x.status().message();
   std::vector<ExtractedSample> out;
@@ -16,7 +16,7 @@ std::vector<ExtractedSample> Extract(const std::vector<MetricRule>& rules,
 
 TEST(MetricExtractor, NamedValueGroupAndCountedSteps) {
   auto s = Extract({{"sps", "samples/s: (?P<value>[0-9.]+)", ""}},
-               {"step: 1 samples/s: 100.5 x", "noise", "samples/s: 200"});
+                   {"step: 1 samples/s: 100.5 x", "noise", "samples/s: 200"});
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].metric, "sps");
   EXPECT_DOUBLE_EQ(s[0].value, 100.5);
@@ -35,8 +35,12 @@ TEST(MetricExtractor, FirstGroupWhenNoValueGroup) {
 }
 
 TEST(MetricExtractor, StepGroupGivesStep) {
-  auto s = Extract({{"ms", R"(iteration\s+(?P<step>\d+)/\s*\d+ \|.*elapsed time per iteration \(ms\): (?P<value>[0-9.]+))", ""}},
-               {" [2024-04-06 02:55:45] iteration        2/     100 | consumed samples:          256 | elapsed time per iteration (ms): 5630.1 | throughput per GPU (TFLOP/s/GPU): 231.9 |"});
+  auto s = Extract(
+      {{"ms",
+        R"(iteration\s+(?P<step>\d+)/\s*\d+ \|.*elapsed time per iteration \(ms\): (?P<value>[0-9.]+))",
+        ""}},
+      {" [2024-04-06 02:55:45] iteration        2/     100 | consumed samples:          256 | "
+       "elapsed time per iteration (ms): 5630.1 | throughput per GPU (TFLOP/s/GPU): 231.9 |"});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].step, 2);
   EXPECT_DOUBLE_EQ(s[0].value, 5630.1);
@@ -44,8 +48,8 @@ TEST(MetricExtractor, StepGroupGivesStep) {
 
 TEST(MetricExtractor, JsonLinesWithStep) {
   auto s = Extract({{"loss", "", "loss"}, {"lr", "", "lr"}},
-               {R"({"loss": 2.3, "step": 7})", R"({"loss": "1.5e-1", "lr": 0.001})",
-                "{not json", R"([1,2])", R"({"loss": null})"});
+                   {R"({"loss": 2.3, "step": 7})", R"({"loss": "1.5e-1", "lr": 0.001})",
+                    "{not json", R"([1,2])", R"({"loss": null})"});
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].step, 7);
   EXPECT_DOUBLE_EQ(s[0].value, 2.3);
@@ -57,7 +61,8 @@ TEST(MetricExtractor, JsonLinesWithStep) {
 }
 
 TEST(MetricExtractor, ThousandsSeparatorsAndCarriageReturn) {
-  auto s = Extract({{"tps", "tps: ([0-9,]+)", ""}}, {"step:  4  loss:  7.62585  tps: 10,050  tflops: 314.71\r"});
+  auto s = Extract({{"tps", "tps: ([0-9,]+)", ""}},
+                   {"step:  4  loss:  7.62585  tps: 10,050  tflops: 314.71\r"});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_DOUBLE_EQ(s[0].value, 10050);
 }

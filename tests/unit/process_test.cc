@@ -13,7 +13,8 @@ using ::testing::HasSubstr;
 
 TEST(PosixProcess, CapturesBothStreamsLineByLine) {
   auto l = NewPosixProcessLauncher();
-  auto r = RunCommand(*l, {{"sh", "-c", "echo out1; echo err1 >&2; printf 'tail-no-newline'"}, {}, ""});
+  auto r =
+      RunCommand(*l, {{"sh", "-c", "echo out1; echo err1 >&2; printf 'tail-no-newline'"}, {}, ""});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->status.ok());
   EXPECT_THAT(r->output, HasSubstr("out1\n"));
@@ -46,11 +47,13 @@ TEST(PosixProcess, SignalReachesTheWholeProcessGroup) {
   bool started = false;
   auto t0 = std::chrono::steady_clock::now();
   while (!started && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
-    (*p)->Poll(std::chrono::milliseconds(100), [&](Stream, std::string_view s) { started = s == "started"; });
+    (*p)->Poll(std::chrono::milliseconds(100),
+               [&](Stream, std::string_view s) { started = s == "started"; });
   ASSERT_TRUE(started);
   (*p)->Signal(SIGTERM);
   while ((*p)->Poll(std::chrono::milliseconds(100), [](Stream, std::string_view) {})) {
-    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "grandchild kept the pipe open";
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
+        << "grandchild kept the pipe open";
   }
   EXPECT_EQ((*p)->Wait().signal, SIGTERM);
 }

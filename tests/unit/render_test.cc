@@ -29,7 +29,8 @@ TEST(ParseOutputFormat, RejectsUnknownNamingAllowed) {
   EXPECT_EQ(*ParseOutputFormat("json"), OutputFormat::kJson);
   auto r = ParseOutputFormat("yaml");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "-o/--output: \"yaml\" is not a format; allowed: table, json, csv");
+  EXPECT_EQ(r.status().message(),
+            "-o/--output: \"yaml\" is not a format; allowed: table, json, csv");
 }
 
 }  // namespace

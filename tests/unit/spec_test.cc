@@ -104,7 +104,8 @@ TEST(WorkloadSpec, RejectsUnknownNestedKeyWithPathAndSuggestion) {
 }
 
 TEST(WorkloadSpec, RejectsWrongTypeNamingValueAndAllowed) {
-  auto r = ParseWorkloadSpec(Replace(kDemo, "{type: int, default: 1, min: 0", "{type: int, default: many, min: 0"));
+  auto r = ParseWorkloadSpec(
+      Replace(kDemo, "{type: int, default: 1, min: 0", "{type: int, default: many, min: 0"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("params.num_workers.default"));
   EXPECT_THAT(r.status().message(), HasSubstr("\"many\" is not an integer"));
@@ -127,7 +128,9 @@ TEST(WorkloadSpec, RejectsMissingCommand) {
 }
 
 TEST(WorkloadSpec, RejectsCommandGivenAsOneString) {
-  auto r = ParseWorkloadSpec(Replace(kDemo, R"(["python3", "train.py", "--num-workers", "{num_workers}", "--steps", "{steps}"])", "python3 train.py"));
+  auto r = ParseWorkloadSpec(Replace(
+      kDemo, R"(["python3", "train.py", "--num-workers", "{num_workers}", "--steps", "{steps}"])",
+      "python3 train.py"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("expected a list of arguments"));
 }
@@ -135,7 +138,8 @@ TEST(WorkloadSpec, RejectsCommandGivenAsOneString) {
 TEST(WorkloadSpec, RejectsPlaceholderNamingNoParameter) {
   auto r = ParseWorkloadSpec(Replace(kDemo, "{num_workers}", "{num_worker}"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("command[3]: placeholder {num_worker} names no parameter"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("command[3]: placeholder {num_worker} names no parameter"));
   EXPECT_THAT(r.status().message(), HasSubstr("did you mean {num_workers}?"));
   r = ParseWorkloadSpec(Replace(kDemo, "\"{log_interval}\"", "\"{interval}\""));
   ASSERT_FALSE(r.ok());
@@ -143,7 +147,8 @@ TEST(WorkloadSpec, RejectsPlaceholderNamingNoParameter) {
 }
 
 TEST(WorkloadSpec, RejectsDefaultOutOfRange) {
-  auto r = ParseWorkloadSpec(Replace(kDemo, "default: 1, min: 0, max: 64", "default: 65, min: 0, max: 64"));
+  auto r = ParseWorkloadSpec(
+      Replace(kDemo, "default: 1, min: 0, max: 64", "default: 65, min: 0, max: 64"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("num_workers=65 is out of range; allowed 0..64"));
 }
@@ -151,7 +156,8 @@ TEST(WorkloadSpec, RejectsDefaultOutOfRange) {
 TEST(WorkloadSpec, RejectsEnumDefaultNotInValues) {
   auto r = ParseWorkloadSpec(Replace(kDemo, "default: bf16", "default: fp16"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("precision=fp16 is not allowed; allowed: fp32, bf16"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("precision=fp16 is not allowed; allowed: fp32, bf16"));
 }
 
 TEST(WorkloadSpec, RejectsInvalidRegexAndPatternWithoutGroup) {
@@ -166,7 +172,9 @@ TEST(WorkloadSpec, RejectsInvalidRegexAndPatternWithoutGroup) {
 TEST(WorkloadSpec, RejectsBadBetterRoleAndTwoPrimaries) {
   auto r = ParseWorkloadSpec(Replace(kDemo, "better: higher", "better: more"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("metrics.samples_per_s.better: \"more\" is not allowed; allowed: higher, lower"));
+  EXPECT_THAT(
+      r.status().message(),
+      HasSubstr("metrics.samples_per_s.better: \"more\" is not allowed; allowed: higher, lower"));
   r = ParseWorkloadSpec(Replace(kDemo, "role: guardrail", "role: primary"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("a second primary metric"));
@@ -200,7 +208,8 @@ TEST(CanonicalParamValue, NormalisesAndValidates) {
   EXPECT_FALSE(CanonicalParamValue(p, "nan").ok());
   ParamSpec b{"b", ParamType::kBool, "false", {}, {}, {}, ""};
   EXPECT_EQ(*CanonicalParamValue(b, "Yes"), "true");
-  EXPECT_THAT(CanonicalParamValue(b, "maybe").status().message(), HasSubstr("allowed: true, false"));
+  EXPECT_THAT(CanonicalParamValue(b, "maybe").status().message(),
+              HasSubstr("allowed: true, false"));
   ParamSpec i{"i", ParamType::kInt, "1", {}, {}, {}, ""};
   EXPECT_FALSE(CanonicalParamValue(i, "1.0").ok());
   EXPECT_FALSE(CanonicalParamValue(i, "").ok());

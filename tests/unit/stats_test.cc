@@ -21,8 +21,8 @@ TEST(Describe, MatchesHandComputedValues) {
 }
 
 TEST(Describe, IgnoresNonFiniteAndHandlesSmallInputs) {
-  Descriptive d = Describe({1, std::numeric_limits<double>::quiet_NaN(), 3,
-                            std::numeric_limits<double>::infinity()});
+  Descriptive d = Describe(
+      {1, std::numeric_limits<double>::quiet_NaN(), 3, std::numeric_limits<double>::infinity()});
   EXPECT_EQ(d.n, 2);
   EXPECT_DOUBLE_EQ(d.median, 2);
   EXPECT_EQ(Describe({}).n, 0);

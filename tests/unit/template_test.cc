@@ -7,7 +7,8 @@ namespace tunectl {
 namespace {
 
 TEST(Template, ExpandsPlaceholders) {
-  auto r = ExpandTemplate("--workers={num_workers} x{a}{b}", {{"num_workers", "8"}, {"a", "1"}, {"b", "2"}}, "f");
+  auto r = ExpandTemplate("--workers={num_workers} x{a}{b}",
+                          {{"num_workers", "8"}, {"a", "1"}, {"b", "2"}}, "f");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "--workers=8 x12");
 }

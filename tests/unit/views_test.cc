@@ -46,7 +46,10 @@ TEST(BaselineViews, DetailShowsHeaderAndMetricRow) {
   std::string d = BaselineDetail(Sample());
   EXPECT_THAT(d, HasSubstr("Baseline 3  workload demo  config v1  completed"));
   EXPECT_THAT(d, HasSubstr("params: num_workers=1"));
-  EXPECT_THAT(d, HasSubstr("samples_per_s  samples/s  higher  primary  5  2427    2429  11.43   0.5%  2418  2444"));
+  EXPECT_THAT(
+      d,
+      HasSubstr(
+          "samples_per_s  samples/s  higher  primary  5  2427    2429  11.43   0.5%  2418  2444"));
 }
 
 TEST(BaselineViews, ProgressShowsWaitReasonWhenNothingRuns) {
@@ -56,7 +59,8 @@ TEST(BaselineViews, ProgressShowsWaitReasonWhenNothingRuns) {
   r->set_wait_reason("waiting: no connected agent matches selector pool=gpu");
   v1::Baseline b = Sample();
   std::string p = BaselineProgress(b, runs, 3);
-  EXPECT_THAT(p, HasSubstr("0/5 runs done, 0 running, 1 queued [3s] - waiting: no connected agent"));
+  EXPECT_THAT(p,
+              HasSubstr("0/5 runs done, 0 running, 1 queued [3s] - waiting: no connected agent"));
 }
 
 TEST(RunViews, TableShowsWaitReasonForQueuedRuns) {
