@@ -115,7 +115,7 @@ def main():
         if step % log_interval == 0 or step == args.steps:
             n = step % log_interval or log_interval
             elapsed = time.perf_counter() - interval_start
-            loss = 2.0 * math.exp(-step / 40.0) + 0.5 + rng.gauss(0, 0.01)
+            loss = 2.0 * math.exp(-step / 40.0) + 0.5 + rng.gauss(0, 0.002)
             print(f"step: {step} samples/s: {args.batch_size * n / elapsed:.1f} "
                   f"step_time_ms: {1000 * elapsed / n:.2f} data_wait_ms: {1000 * wait_s / n:.2f}",
                   flush=True)

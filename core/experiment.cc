@@ -1,0 +1,325 @@
+#include "core/experiment.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "core/statistics.h"
+#include "core/stats.h"
+
+namespace tunectl {
+namespace {
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+const std::vector<std::string>* GroupOf(const WorkloadSpec& spec, const std::string& param) {
+  for (const auto& g : spec.coupled)
+    if (std::find(g.begin(), g.end(), param) != g.end()) return &g;
+  return nullptr;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  return s.substr(b);
+}
+
+}  // namespace
+
+std::string Change::Describe() const {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : to) parts.push_back(k + " " + from.at(k) + "→" + v);
+  return Join(parts) + (coupled ? " (coupled)" : "");
+}
+
+std::string Change::Params() const {
+  std::vector<std::string> names;
+  for (const auto& [k, _] : to) names.push_back(k);
+  return Join(names, "+");
+}
+
+Result<Change> ParseVary(const WorkloadSpec& spec, const ParamValues& base,
+                         const std::vector<std::string>& varies) {
+  if (varies.empty())
+    return Status::InvalidArgument(
+        "--vary: missing; name the one parameter to change, e.g. --vary num_workers=8");
+  std::vector<std::string> names;
+  for (const auto& p : spec.params) names.push_back(p.name);
+  Change c;
+  std::vector<std::string> order;
+  for (const auto& v : varies) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidArgument("--vary: \"" + v +
+                                     "\" is not NAME=VALUE (e.g. --vary num_workers=8)");
+    if (v.find('=', eq + 1) != std::string::npos)
+      return Status::InvalidArgument("--vary: \"" + v +
+                                     "\" has two '='; give one NAME=VALUE per --vary");
+    const std::string name = v.substr(0, eq), value = v.substr(eq + 1);
+    const ParamSpec* p = spec.FindParam(name);
+    if (!p) {
+      std::string msg = "--vary: \"" + name + "\" is not a parameter of workload " + spec.name;
+      std::string near = NearestName(name, names);
+      if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+      return Status::InvalidArgument(msg + " (parameters: " + Join(names) + ")");
+    }
+    if (c.to.count(name))
+      return Status::InvalidArgument("--vary: " + name +
+                                     " is given twice; an experiment tries one value");
+    auto canon = CanonicalParamValue(*p, value);
+    if (!canon.ok()) return Status::InvalidArgument("--vary: " + canon.status().message());
+    auto b = base.find(name);
+    const std::string from = b == base.end() ? p->default_value : b->second;
+    if (*canon == from)
+      return Status::InvalidArgument(
+          "--vary: " + name + "=" + *canon +
+          " is the baseline's value already; vary it to a different value");
+    c.from[name] = from;
+    c.to[name] = *canon;
+    order.push_back(name);
+  }
+  if (order.size() > 1) {
+    const auto* group = GroupOf(spec, order[0]);
+    bool one_group = group != nullptr;
+    for (const auto& n : order) one_group = one_group && GroupOf(spec, n) == group;
+    if (!one_group)
+      return Status::InvalidArgument(
+          "--vary: " + Join(order, " and ") +
+          " are separate variables. An experiment changes exactly one variable, so that its "
+          "effect can be attributed to it (single-variable rule). Run one experiment per "
+          "parameter, or several at once as a batch against the same baseline (tunectl batch "
+          "create --vary " +
+          order[0] + "=… --vary " + order[1] +
+          "=…, one experiment per value). Parameters that must move together (e.g. "
+          "micro_batch_size with grad_accum_steps) are declared in the workload as "
+          "coupled: [[a, b]] and then count as one variable.");
+    c.coupled = true;
+  }
+  return c;
+}
+
+Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string& raw) {
+  std::string text = Trim(raw);
+  auto bad = [&]() {
+    return Status::InvalidArgument("--expect: \"" + raw +
+                                   "\" is not understood; write METRIC +N% or METRIC -N% (e.g. "
+                                   "\"samples_per_s +10%\"), METRIC up|down, or METRIC unchanged");
+  };
+  const size_t sp = text.find_first_of(" \t");
+  if (sp == std::string::npos) return bad();
+  Expectation e;
+  e.text = text;
+  e.metric = text.substr(0, sp);
+  std::string rest = Trim(text.substr(sp));
+  if (!spec.FindMetric(e.metric)) {
+    std::vector<std::string> names;
+    for (const auto& m : spec.metrics) names.push_back(m.name);
+    std::string msg = "--expect: \"" + e.metric + "\" is not a metric of workload " + spec.name;
+    std::string near = NearestName(e.metric, names);
+    if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+    return Status::InvalidArgument(msg + " (metrics: " + Join(names) + ")");
+  }
+  if (rest == "up" || rest == "+") {
+    e.direction = 1;
+  } else if (rest == "down" || rest == "-") {
+    e.direction = -1;
+  } else if (rest == "unchanged" || rest == "same" || rest == "0%") {
+    e.direction = 0;
+  } else {
+    if (rest.empty() || (rest[0] != '+' && rest[0] != '-')) return bad();
+    e.direction = rest[0] == '+' ? 1 : -1;
+    std::string num = rest.substr(1);
+    if (!num.empty() && num.back() == '%') num.pop_back();
+    double v = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+    if (ec != std::errc() || end != num.data() + num.size() || v <= 0 || v > 10000) return bad();
+    e.size = v / 100;
+  }
+  return e;
+}
+
+std::string FormatEffect(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1) * 100);
+  return buf;
+}
+
+namespace {
+
+MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
+                            const std::vector<double>& v, const VerdictOptions& o) {
+  MetricVerdict r;
+  r.metric = m.name;
+  r.unit = m.unit;
+  r.better = BetterName(m.better);
+  r.role = RoleName(m.role);
+  r.n_control = static_cast<int>(c.size());
+  r.n_variant = static_cast<int>(v.size());
+  r.control_median = Median(c);
+  r.variant_median = Median(v);
+  if (r.n_control < o.min_runs || r.n_variant < o.min_runs) {
+    r.decision = "inconclusive";
+    if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
+    r.note = "too few runs with a value (control " + std::to_string(r.n_control) + ", variant " +
+             std::to_string(r.n_variant) + "; need " + std::to_string(o.min_runs) + " per side)";
+    return r;
+  }
+  const bool positive = std::all_of(c.begin(), c.end(), [](double x) { return x > 0; }) &&
+                        std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
+  Interval ci95, ci90;
+  if (positive) {
+    std::vector<double> lc, lv;
+    for (double x : c) lc.push_back(std::log(x));
+    for (double x : v) lv.push_back(std::log(x));
+    WelchResult w = Welch(lc, lv);
+    r.p_value = w.p;
+    r.ratio = std::exp(w.diff);
+    ci95 = WelchInterval(w, o.alpha);
+    ci90 = WelchInterval(w, 2 * o.alpha);
+    r.ci_low = std::exp(ci95.lo);
+    r.ci_high = std::exp(ci95.hi);
+    r.ci90_low = std::exp(ci90.lo);
+    r.ci90_high = std::exp(ci90.hi);
+  } else {
+    // Values at or below zero: compare means on the raw scale, relative to the control mean.
+    WelchResult w = Welch(c, v);
+    double base = 0;
+    for (double x : c) base += x;
+    base /= static_cast<double>(c.size());
+    if (base == 0) base = 1;
+    r.p_value = w.p;
+    r.ratio = 1 + w.diff / std::fabs(base);
+    ci95 = WelchInterval(w, o.alpha);
+    ci90 = WelchInterval(w, 2 * o.alpha);
+    r.ci_low = 1 + ci95.lo / std::fabs(base);
+    r.ci_high = 1 + ci95.hi / std::fabs(base);
+    r.ci90_low = 1 + ci90.lo / std::fabs(base);
+    r.ci90_high = 1 + ci90.hi / std::fabs(base);
+    r.note = "values <= 0: compared on the raw scale";
+  }
+  const double d = m.min_effect;
+  const bool higher = m.better == Better::kHigher;
+  const bool up = r.ci_low > 1, down = r.ci_high < 1;
+  const bool big = std::fabs(r.ratio - 1) >= d;
+  if ((up || down) && big) {
+    r.decision = (up == higher) ? "improved" : "regressed";
+  } else if (r.ci90_low >= 1 - d && r.ci90_high <= 1 + d) {
+    r.decision = "unchanged";
+  } else {
+    r.decision = "inconclusive";
+    if (up || down)
+      r.note = "a real change, smaller than the minimum effect " + FormatEffect(1 + d) + "";
+  }
+  if (m.role == MetricRole::kGuardrail) {
+    // One-sided non-inferiority: the worsening's (1 - alpha) upper bound must stay within margin.
+    const double margin = m.tolerance > 0 ? m.tolerance : m.min_effect;
+    const double worst = higher ? 1 / r.ci90_low : r.ci90_high;  // worsening ratio, upper bound
+    const double least = higher ? 1 / r.ci90_high : r.ci90_low;  // worsening ratio, lower bound
+    if (worst < 1 + margin)
+      r.guardrail = "pass";
+    else if (least > 1 + margin)
+      r.guardrail = "fail";
+    else
+      r.guardrail = "inconclusive";
+    if (r.guardrail != "pass")
+      r.note =
+          "worse by up to " + FormatEffect(worst) + " (allowed " + FormatEffect(1 + margin) + ")";
+  }
+  return r;
+}
+
+}  // namespace
+
+Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
+                       const std::optional<Expectation>& expectation, const VerdictOptions& o) {
+  Verdict out;
+  static const std::vector<double> kEmpty;
+  for (const auto& m : spec.metrics) {
+    auto c = control.values.find(m.name), v = variant.values.find(m.name);
+    out.metrics.push_back(CompareMetric(m, c == control.values.end() ? kEmpty : c->second,
+                                        v == variant.values.end() ? kEmpty : v->second, o));
+  }
+  const MetricVerdict* primary = nullptr;
+  for (const auto& mv : out.metrics)
+    if (mv.role == "primary") primary = &mv;
+  if (!primary && !out.metrics.empty()) {
+    primary = &out.metrics[0];
+    out.reasons.push_back("no primary metric declared; decided on " + primary->metric);
+  }
+  out.primary = primary ? primary->metric : "";
+  out.decision = primary ? primary->decision : "inconclusive";
+
+  if (variant.failed_runs > 0) {
+    out.reasons.push_back(std::to_string(variant.failed_runs) +
+                          " variant run(s) failed: " + Join(variant.failures, "; "));
+    if (control.failed_runs == 0)
+      out.decision = "regressed";
+    else if (out.decision == "improved")
+      out.decision = "inconclusive";
+  }
+  for (const auto& mv : out.metrics) {
+    if (mv.role != "guardrail" || mv.guardrail == "pass") continue;
+    if (mv.guardrail == "fail") {
+      out.reasons.push_back("guardrail " + mv.metric + " failed: " + mv.note);
+      out.decision = "regressed";
+    } else if (out.decision == "improved") {
+      out.reasons.push_back("guardrail " + mv.metric + " not shown non-inferior (" + mv.note +
+                            "); add runs");
+      out.decision = "inconclusive";
+    }
+  }
+
+  if (expectation) {
+    const MetricVerdict* mv = nullptr;
+    for (const auto& x : out.metrics)
+      if (x.metric == expectation->metric) mv = &x;
+    if (!mv || mv->n_control < o.min_runs || mv->n_variant < o.min_runs) {
+      out.hypothesis = "inconclusive";
+      out.hypothesis_note = "too few runs with a value of " + expectation->metric;
+    } else if (expectation->direction == 0) {
+      out.hypothesis = mv->decision == "unchanged" ? "confirmed"
+                       : (mv->decision == "improved" || mv->decision == "regressed")
+                           ? "refuted"
+                           : "inconclusive";
+      out.hypothesis_note = "expected no change; observed " + FormatEffect(mv->ratio);
+    } else {
+      const bool up = mv->ci_low > 1, down = mv->ci_high < 1;
+      const bool expected_up = expectation->direction > 0;
+      std::string observed = FormatEffect(mv->ratio) + " [" + FormatEffect(mv->ci_low) + ", " +
+                             FormatEffect(mv->ci_high) + "]";
+      if ((expected_up && up) || (!expected_up && down)) {
+        out.hypothesis = "confirmed";
+        out.hypothesis_note = "expected " +
+                              expectation->text.substr(expectation->metric.size() + 1) +
+                              ", observed " + observed;
+        if (expectation->size) {
+          const double want = expected_up ? 1 + *expectation->size : 1 - *expectation->size;
+          if (want < mv->ci_low)
+            out.hypothesis_note += "; larger than expected";
+          else if (want > mv->ci_high)
+            out.hypothesis_note += "; smaller than expected";
+          else
+            out.hypothesis_note += "; the expected size is within the CI";
+        }
+      } else if ((expected_up && down) || (!expected_up && up) || mv->decision == "unchanged") {
+        out.hypothesis = "refuted";
+        out.hypothesis_note = "expected " +
+                              expectation->text.substr(expectation->metric.size() + 1) +
+                              ", observed " + observed;
+      } else {
+        out.hypothesis = "inconclusive";
+        out.hypothesis_note = "observed " + observed + ": the CI includes no change";
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tunectl

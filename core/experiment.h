@@ -1,0 +1,82 @@
+// Single-variable experiments: parsing `--vary` against a baseline (the single-variable rule,
+// coupled groups), hypothesis expectations, and the verdict of variant runs against control runs.
+// Pure functions.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/spec.h"
+#include "core/status.h"
+
+namespace tunectl {
+
+// The one variable an experiment changes: one parameter, or the members of one coupled group.
+struct Change {
+  ParamValues from;  // baseline values of the changed parameters
+  ParamValues to;    // new values (canonical)
+  bool coupled = false;
+  std::string Describe() const;  // "num_workers 1→8" or "a 1→2, b 4→2 (coupled)"
+  std::string Params() const;    // "num_workers" or "a+b"
+};
+
+// Parses `--vary k=v` arguments against the workload and the baseline's values. Refuses a second
+// variable (unless all belong to one declared coupled group), unknown parameters (suggesting the
+// nearest), wrong types or ranges, and values equal to the baseline's.
+Result<Change> ParseVary(const WorkloadSpec& spec, const ParamValues& base,
+                         const std::vector<std::string>& varies);
+
+// What a hypothesis expects: "samples_per_s +10%", "step_time_ms -5%", "loss unchanged".
+struct Expectation {
+  std::string metric;
+  int direction = 0;           // +1 increase, -1 decrease, 0 no change
+  std::optional<double> size;  // relative, e.g. 0.10
+  std::string text;
+};
+Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string& text);
+
+// Run-level values of one arm: per metric, one summary value per successful run.
+struct ArmData {
+  std::map<std::string, std::vector<double>> values;
+  int runs = 0;                       // runs that finished
+  int failed_runs = 0;                // failed / lost runs (crash, OOM, non-zero exit)
+  std::vector<std::string> failures;  // "run 12: exit 1 (CUDA out of memory)"
+};
+
+struct MetricVerdict {
+  std::string metric, unit, better, role;
+  int n_control = 0, n_variant = 0;
+  double control_median = 0, variant_median = 0;
+  double ratio = 1;                // variant / control (geometric means of run summaries)
+  double ci_low = 1, ci_high = 1;  // 95 % CI of the ratio (Welch on logs)
+  double ci90_low = 1, ci90_high = 1;
+  double p_value = 1;
+  std::string decision;   // improved | regressed | unchanged | inconclusive
+  std::string guardrail;  // guardrails only: pass | fail | inconclusive
+  std::string note;
+};
+
+struct Verdict {
+  std::vector<MetricVerdict> metrics;  // in the workload's metric order
+  std::string primary;                 // the primary metric's name ("" if none)
+  std::string decision;                // overall: improved | regressed | unchanged | inconclusive
+  std::vector<std::string> reasons;    // why the overall decision differs from the primary's
+  std::string hypothesis;              // confirmed | refuted | inconclusive | "" (no hypothesis)
+  std::string hypothesis_note;
+};
+
+struct VerdictOptions {
+  double alpha = 0.05;  // two-sided level of the effect CI; equivalence uses a 1-2·alpha CI
+  int min_runs = 2;     // per side, below which a metric is inconclusive
+};
+
+Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
+                       const std::optional<Expectation>& expectation,
+                       const VerdictOptions& opts = VerdictOptions());
+
+// "+12.3%" style for a ratio.
+std::string FormatEffect(double ratio);
+
+}  // namespace tunectl

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Generates tests/oracle/vectors.json: reference values computed with scipy, independently of
+tunectl's C++ statistics. Run with Debian's python3 (apt install python3-scipy):
+
+    /usr/bin/python3 tests/oracle/gen_vectors.py > tests/oracle/vectors.json
+"""
+import json
+import math
+
+import numpy as np
+import scipy
+from scipy import stats
+
+rng = np.random.default_rng(20261202)
+out = {"scipy_version": scipy.__version__, "t_cdf": [], "t_quantile": [], "welch": [],
+       "verdict": []}
+
+for df in [1, 2, 3.5, 5, 9.7, 30, 200]:
+    for t in [-6, -2.5, -1, -0.1, 0, 0.3, 1.7, 3, 12]:
+        out["t_cdf"].append({"t": t, "df": df, "cdf": float(stats.t.cdf(t, df))})
+    for p in [0.001, 0.025, 0.05, 0.1, 0.5, 0.9, 0.95, 0.975, 0.999]:
+        out["t_quantile"].append({"p": p, "df": df, "q": float(stats.t.ppf(p, df))})
+
+
+def welch(x, y, alpha=0.05):
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    res = stats.ttest_ind(y, x, equal_var=False)
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    se = math.sqrt(vx + vy)
+    d = y.mean() - x.mean()
+    q = stats.t.ppf(1 - alpha / 2, df)
+    return {"t": float(res.statistic), "p": float(res.pvalue), "df": float(df),
+            "diff": float(d), "lo": float(d - q * se), "hi": float(d + q * se)}
+
+
+for nx, ny, shift, sx, sy in [(5, 5, 0.0, 1, 1), (4, 7, 0.5, 1, 2), (10, 10, 2.0, 0.3, 0.3),
+                              (3, 3, -1.0, 0.1, 1.5), (20, 12, 0.05, 1, 1), (6, 6, 8.0, 1, 1)]:
+    x = rng.normal(10, sx, nx)
+    y = rng.normal(10 + shift, sy, ny)
+    w = welch(x, y)
+    out["welch"].append({"x": x.tolist(), "y": y.tolist(), **w})
+
+
+def decide(c, v, min_effect, better, role, tolerance, alpha=0.05):
+    """tunectl's verdict rules (README: Validation), recomputed here with scipy."""
+    lc, lv = np.log(c), np.log(v)
+    w95, w90 = welch(lc, lv, alpha), welch(lc, lv, 2 * alpha)
+    ratio = math.exp(w95["diff"])
+    lo, hi = math.exp(w95["lo"]), math.exp(w95["hi"])
+    lo90, hi90 = math.exp(w90["lo"]), math.exp(w90["hi"])
+    higher = better == "higher"
+    up, down, big = lo > 1, hi < 1, abs(ratio - 1) >= min_effect
+    if (up or down) and big:
+        decision = "improved" if up == higher else "regressed"
+    elif lo90 >= 1 - min_effect and hi90 <= 1 + min_effect:
+        decision = "unchanged"
+    else:
+        decision = "inconclusive"
+    guard = ""
+    if role == "guardrail":
+        margin = tolerance if tolerance > 0 else min_effect
+        worst = 1 / lo90 if higher else hi90
+        least = 1 / hi90 if higher else lo90
+        guard = "pass" if worst < 1 + margin else "fail" if least > 1 + margin else "inconclusive"
+    return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "ci90_low": lo90, "ci90_high": hi90,
+            "p": w95["p"], "decision": decision, "guardrail": guard}
+
+
+cases = [
+    # name, control level, variant level, cv, n, min_effect, better, role, tolerance
+    ("clear_improvement", 2400, 5500, 0.02, 5, 0.03, "higher", "primary", 0),
+    ("clear_regression", 2400, 2000, 0.02, 5, 0.03, "higher", "primary", 0),
+    ("equivalent", 2400, 2401, 0.005, 8, 0.03, "higher", "primary", 0),
+    ("noisy_inconclusive", 2400, 2500, 0.2, 4, 0.03, "higher", "primary", 0),
+    ("lower_is_better_improved", 13.2, 5.8, 0.03, 5, 0.03, "lower", "observed", 0),
+    ("small_real_change", 100, 101, 0.002, 10, 0.03, "higher", "primary", 0),
+    ("guardrail_pass", 1.377, 1.378, 0.002, 5, 0.05, "lower", "guardrail", 0.01),
+    ("guardrail_fail", 1.377, 1.50, 0.005, 5, 0.05, "lower", "guardrail", 0.01),
+    ("guardrail_inconclusive", 1.377, 1.39, 0.03, 3, 0.05, "lower", "guardrail", 0.01),
+]
+for name, lc, lv, cv, n, me, better, role, tol in cases:
+    c = lc * np.exp(rng.normal(0, cv, n))
+    v = lv * np.exp(rng.normal(0, cv, n))
+    out["verdict"].append({"name": name, "control": c.tolist(), "variant": v.tolist(),
+                           "min_effect": me, "better": better, "role": role, "tolerance": tol,
+                           **decide(c, v, me, better, role, tol)})
+
+print(json.dumps(out, indent=1))
