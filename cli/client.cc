@@ -51,6 +51,49 @@ class GrpcClient : public Client {
                                         v1::ListAgentsRequest());
   }
 
+  Result<v1::Hypothesis> CreateHypothesis(const v1::CreateHypothesisRequest& r) override {
+    return Call<v1::Hypothesis>(&v1::TuningService::Stub::CreateHypothesis, r);
+  }
+  Result<v1::Hypothesis> GetHypothesis(int64_t id) override {
+    v1::GetHypothesisRequest r;
+    r.set_id(id);
+    return Call<v1::Hypothesis>(&v1::TuningService::Stub::GetHypothesis, r);
+  }
+  Result<v1::ListHypothesesResponse> ListHypotheses(const std::string& workload) override {
+    v1::ListHypothesesRequest r;
+    r.set_workload(workload);
+    return Call<v1::ListHypothesesResponse>(&v1::TuningService::Stub::ListHypotheses, r);
+  }
+  Result<v1::Experiment> RunExperiment(const v1::RunExperimentRequest& r) override {
+    return Call<v1::Experiment>(&v1::TuningService::Stub::RunExperiment, r);
+  }
+  Result<v1::Experiment> GetExperiment(int64_t id) override {
+    v1::GetExperimentRequest r;
+    r.set_id(id);
+    return Call<v1::Experiment>(&v1::TuningService::Stub::GetExperiment, r);
+  }
+  Result<v1::ListExperimentsResponse> ListExperiments(const std::string& workload) override {
+    v1::ListExperimentsRequest r;
+    r.set_workload(workload);
+    return Call<v1::ListExperimentsResponse>(&v1::TuningService::Stub::ListExperiments, r);
+  }
+  Result<v1::Experiment> CancelExperiment(int64_t id) override {
+    v1::CancelExperimentRequest r;
+    r.set_id(id);
+    return Call<v1::Experiment>(&v1::TuningService::Stub::CancelExperiment, r);
+  }
+  Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) override {
+    return Call<v1::Experiment>(&v1::TuningService::Stub::FreezeExperiment, r);
+  }
+  Result<v1::Config> GetConfig(const std::string& workload) override {
+    v1::GetConfigRequest r;
+    r.set_workload(workload);
+    return Call<v1::Config>(&v1::TuningService::Stub::GetConfig, r);
+  }
+  Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) override {
+    return Call<v1::ListLogResponse>(&v1::TuningService::Stub::ListLog, r);
+  }
+
  private:
   template <typename Resp, typename Req, typename Method>
   Result<Resp> Call(Method m, const Req& req) {

@@ -23,6 +23,16 @@ class Client {
   virtual Result<v1::ListRunsResponse> ListRuns(int64_t baseline_id, int limit) = 0;
   virtual Result<v1::Run> GetRun(int64_t id) = 0;
   virtual Result<v1::ListAgentsResponse> ListAgents() = 0;
+  virtual Result<v1::Hypothesis> CreateHypothesis(const v1::CreateHypothesisRequest& r) = 0;
+  virtual Result<v1::Hypothesis> GetHypothesis(int64_t id) = 0;
+  virtual Result<v1::ListHypothesesResponse> ListHypotheses(const std::string& workload) = 0;
+  virtual Result<v1::Experiment> RunExperiment(const v1::RunExperimentRequest& r) = 0;
+  virtual Result<v1::Experiment> GetExperiment(int64_t id) = 0;
+  virtual Result<v1::ListExperimentsResponse> ListExperiments(const std::string& workload) = 0;
+  virtual Result<v1::Experiment> CancelExperiment(int64_t id) = 0;
+  virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
+  virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
+  virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;
 };
 
 }  // namespace tunectl

@@ -200,6 +200,176 @@ int AgentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& e
   return Emit(o, out, err, *r, &AgentsTable, r->agents(), &AgentJson);
 }
 
+// --- the loop ---------------------------------------------------------------------------------
+
+template <typename Msg>
+int ShowOne(const Msg& m, const CliOptions& o, std::ostream& out, std::ostream& err,
+            ojson (*json)(const Msg&), std::string (*detail)(const Msg&)) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  if (*f == OutputFormat::kJson)
+    out << json(m).dump(2) << "\n";
+  else
+    out << detail(m);
+  return 0;
+}
+
+int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::CreateHypothesisRequest req;
+  req.set_baseline_id(o.baseline);
+  req.set_workload(o.workload);
+  for (const auto& p : o.param_values) req.add_vary(p);
+  req.set_expect(o.expect);
+  req.set_evidence(o.evidence);
+  req.set_statement(o.statement);
+  auto h = c.CreateHypothesis(req);
+  if (!h.ok()) return Fail(err, h.status());
+  if (o.output == "json") {
+    out << HypothesisJson(*h).dump(2) << "\n";
+  } else {
+    err << "hypothesis " << h->id() << " recorded: " << h->change().description() << ", expect "
+        << h->expect() << "\nnext: tunectl experiment run --hypothesis " << h->id() << " --wait\n";
+    out << h->id() << "\n";
+  }
+  return 0;
+}
+
+int HypothesisShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto h = c.GetHypothesis(o.id);
+  if (!h.ok()) return Fail(err, h.status());
+  return ShowOne(*h, o, out, err, &HypothesisJson, &HypothesisDetail);
+}
+
+int HypothesisList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListHypotheses(o.workload);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &HypothesesTable, r->hypotheses(), &HypothesisJson);
+}
+
+int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  int64_t timeout_ms = 0;
+  if (!o.timeout.empty()) {
+    auto t = ParseDurationMs(o.timeout);
+    if (!t.ok()) return Fail(err, Status::InvalidArgument("--timeout: " + t.status().message()));
+    timeout_ms = *t;
+  }
+  v1::RunExperimentRequest req;
+  req.set_workload(o.workload);
+  req.set_baseline_id(o.baseline);
+  for (const auto& v : o.vary) req.add_vary(v);
+  req.set_hypothesis_id(o.hypothesis);
+  req.set_repeats(o.repeats);
+  auto e = c.RunExperiment(req);
+  if (!e.ok()) return Fail(err, e.status());
+  err << "experiment " << e->id() << " started: " << e->workload() << " "
+      << e->change().description() << " against baseline " << e->baseline_id() << ", "
+      << e->repeats() << " control + " << e->repeats() << " variant runs interleaved\n";
+  if (!o.wait) {
+    if (o.output == "json")
+      out << ExperimentJson(*e).dump(2) << "\n";
+    else
+      out << e->id() << "\n";
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string last;
+  v1::Experiment cur = *e;
+  for (;;) {
+    auto now = c.GetExperiment(e->id());
+    if (!now.ok()) return Fail(err, now.status());
+    cur = *now;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string line = ExperimentProgress(cur, elapsed);
+    if (o.interactive)
+      err << "\r\033[K" << line << std::flush;
+    else if (line.substr(0, line.find('[')) != last.substr(0, last.find('[')))
+      err << line << "\n";
+    last = line;
+    if (cur.state() != "running") break;
+    if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
+      if (o.interactive) err << "\n";
+      err << "error: --timeout " << o.timeout << " reached; experiment " << e->id()
+          << " keeps running (tunectl experiment show " << e->id() << ")\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (o.interactive) err << "\n";
+  return ShowOne(cur, o, out, err, &ExperimentJson, &ExperimentDetail);
+}
+
+int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto e = c.GetExperiment(o.id);
+  if (!e.ok()) return Fail(err, e.status());
+  if (o.output == "csv") {
+    out << RenderCsv(VerdictTable(*e));
+    return 0;
+  }
+  return ShowOne(*e, o, out, err, &ExperimentJson, &ExperimentDetail);
+}
+
+int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListExperiments(o.workload);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &ExperimentsTable, r->experiments(), &ExperimentJson);
+}
+
+int ExperimentCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto e = c.CancelExperiment(o.id);
+  if (!e.ok()) return Fail(err, e.status());
+  err << "experiment " << e->id() << " cancelled; " << e->runs_active()
+      << " running run(s) are being stopped\n";
+  if (o.output == "json") out << ExperimentJson(*e).dump(2) << "\n";
+  return 0;
+}
+
+int ExperimentFreeze(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.reason.empty() && !o.force)
+    return Fail(err,
+                Status::InvalidArgument(
+                    "--reason goes with --force (an improved experiment freezes without one)"));
+  v1::FreezeExperimentRequest req;
+  req.set_id(o.id);
+  req.set_force(o.force);
+  req.set_reason(o.reason);
+  auto e = c.FreezeExperiment(req);
+  if (!e.ok()) return Fail(err, e.status());
+  if (o.output == "json") {
+    out << ExperimentJson(*e).dump(2) << "\n";
+  } else {
+    out << "experiment " << e->id() << " frozen: " << e->workload() << " config v"
+        << e->frozen_version() << " = v" << e->config_version() << " + "
+        << e->change().description() << "\n";
+  }
+  return 0;
+}
+
+int ConfigShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto cfg = c.GetConfig(o.workload);
+  if (!cfg.ok()) return Fail(err, cfg.status());
+  return ShowOne(*cfg, o, out, err, &ConfigJson, &ConfigDetail);
+}
+
+int ConfigExportCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto cfg = c.GetConfig(o.workload);
+  if (!cfg.ok()) return Fail(err, cfg.status());
+  auto text = ConfigExport(*cfg, o.format);
+  if (!text.ok()) return Fail(err, text.status());
+  out << *text;
+  return 0;
+}
+
+int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListLogRequest req;
+  req.set_workload(o.workload);
+  req.set_param(o.param);
+  auto r = c.ListLog(req);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &LogTable, r->entries(), &LogJson);
+}
+
 }  // namespace
 
 int ExitCode(const Status& s) {
@@ -225,6 +395,22 @@ const std::vector<Command>& Commands() {
       {"run", "list", "list runs, with why queued runs wait", &RunList},
       {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
       {"agent", "list", "list agents and their slots", &AgentList},
+      {"hypothesis", "create",
+       "record a suspected bottleneck and the expected effect before testing it",
+       &HypothesisCreate},
+      {"hypothesis", "list", "list hypotheses", &HypothesisList},
+      {"hypothesis", "show", "one hypothesis", &HypothesisShow},
+      {"experiment", "run",
+       "change one parameter against a baseline (control and variant runs interleaved)",
+       &ExperimentRun},
+      {"experiment", "show", "an experiment's verdict per metric", &ExperimentShow},
+      {"experiment", "list", "list experiments", &ExperimentList},
+      {"experiment", "cancel", "stop a running experiment", &ExperimentCancel},
+      {"experiment", "freeze", "make an improved experiment's change the new config version",
+       &ExperimentFreeze},
+      {"config", "show", "the current config of a workload and its lineage", &ConfigShow},
+      {"config", "export", "the current config as json, yaml, env or args", &ConfigExportCmd},
+      {"log", "", "the tuning log: every change tried, expected vs actual, decision", &Log},
   };
   return k;
 }

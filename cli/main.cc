@@ -1,4 +1,5 @@
 // tunectl: the user's CLI. Parses flags (the only place), then runs one entry of Commands().
+#include <pwd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -25,14 +26,46 @@ int main(int argc, char** argv) {
       noun = app.add_subcommand(cmd.noun, std::string(cmd.noun) + " commands");
       noun->require_subcommand(1);
     }
-    CLI::App* sub = noun->add_subcommand(cmd.verb, cmd.help);
     const std::string_view n = cmd.noun, v = cmd.verb;
+    CLI::App* sub = v.empty() ? noun : noun->add_subcommand(cmd.verb, cmd.help);
+    if (v.empty()) {
+      noun->description(cmd.help);
+      noun->require_subcommand(0);
+    }
     sub->add_option("-o,--output", o.output, "output format: table, json or csv")
         ->capture_default_str();
     if (n == "workload" && v == "apply")
       sub->add_option("-f,--file", o.file, "workload file (YAML or JSON; - for stdin)")->required();
-    if ((n == "baseline" && (v == "create" || v == "list")))
+    if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||
+        (n == "experiment" && (v == "run" || v == "list")) || n == "config" || n == "log")
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
+    if (n == "config") sub->add_option("workload", o.workload, "workload name");
+    if (n == "config" && v == "export")
+      sub->add_option("--format", o.format, "json, yaml, env or args")->capture_default_str();
+    if (n == "hypothesis" && v == "create") {
+      sub->add_option("--baseline", o.baseline,
+                      "baseline to improve on (default: latest of the current config)");
+      sub->add_option("--param", o.param_values, "NAME=VALUE: the one change to test")->required();
+      sub->add_option("--expect", o.expect, "expected effect, e.g. \"samples_per_s +10%\"")
+          ->required();
+      sub->add_option("--evidence", o.evidence, "what points to the bottleneck");
+      sub->add_option("--statement", o.statement, "the hypothesis in one sentence");
+    }
+    if (n == "experiment" && v == "run") {
+      sub->add_option("--vary", o.vary, "NAME=VALUE: the one parameter to change");
+      sub->add_option("--baseline", o.baseline,
+                      "baseline to compare with (default: latest of the current config)");
+      sub->add_option("--hypothesis", o.hypothesis, "the hypothesis this experiment tests");
+      sub->add_option("--repeats", o.repeats, "runs per arm (default: the workload's run.repeats)")
+          ->check(CLI::Range(1, 1000));
+      sub->add_flag("--wait", o.wait, "wait for the verdict, showing progress");
+      sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
+    }
+    if (n == "experiment" && v == "freeze") {
+      sub->add_flag("--force", o.force, "freeze although the verdict is not improved");
+      sub->add_option("--reason", o.reason, "why a forced freeze is right (recorded in the log)");
+    }
+    if (n == "log") sub->add_option("--param", o.param, "only changes of this parameter");
     if (n == "baseline" && v == "create") {
       sub->add_option("--repeats", o.repeats,
                       "runs to measure (default: the workload's run.repeats)")
@@ -40,7 +73,8 @@ int main(int argc, char** argv) {
       sub->add_flag("--wait", o.wait, "wait for the runs, showing progress, then show the summary");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
     }
-    if (v == "show") sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
+    if ((v == "show" && n != "config") || v == "cancel" || v == "freeze")
+      sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
     if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
       sub->add_option("--limit", o.limit, "at most this many (newest)")
@@ -53,8 +87,12 @@ int main(int argc, char** argv) {
 
   for (const auto& [sub, cmd] : leaves) {
     if (!sub->parsed()) continue;
-    const char* user = std::getenv("USER");
-    auto client = tunectl::Client::Connect(o.server, user && *user ? user : "unknown");
+    std::string user = std::getenv("USER") ? std::getenv("USER") : "";
+    if (user.empty()) {
+      const passwd* pw = getpwuid(getuid());
+      user = pw ? pw->pw_name : "uid" + std::to_string(getuid());
+    }
+    auto client = tunectl::Client::Connect(o.server, user);
     return cmd->run(*client, o, std::cout, std::cerr);
   }
   return 2;

@@ -14,18 +14,25 @@ Result<OutputFormat> ParseOutputFormat(const std::string& s) {
                                  "\" is not a format; allowed: table, json, csv");
 }
 
+// Display width: UTF-8 code points (continuation bytes do not count).
+size_t DisplayWidth(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 std::string RenderTable(const Table& t) {
   std::vector<size_t> w(t.headers.size(), 0);
-  for (size_t i = 0; i < t.headers.size(); ++i) w[i] = t.headers[i].size();
+  for (size_t i = 0; i < t.headers.size(); ++i) w[i] = DisplayWidth(t.headers[i]);
   for (const auto& r : t.rows)
-    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], DisplayWidth(r[i]));
   auto line = [&](const std::vector<std::string>& cells, bool upper) {
     std::string out;
     for (size_t i = 0; i < w.size(); ++i) {
       std::string c = i < cells.size() ? cells[i] : "";
       if (upper) std::transform(c.begin(), c.end(), c.begin(), ::toupper);
       out += c;
-      if (i + 1 < w.size()) out += std::string(w[i] - c.size() + 2, ' ');
+      if (i + 1 < w.size()) out += std::string(w[i] - DisplayWidth(c) + 2, ' ');
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";

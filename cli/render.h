@@ -17,7 +17,9 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// Columns padded to their widest cell, two spaces apart, headers upper-case; no trailing blanks.
+size_t DisplayWidth(const std::string& s);
+// Columns padded to their widest cell (in code points), two spaces apart, headers upper-case;
+// no trailing blanks.
 std::string RenderTable(const Table& t);
 // Header line then rows; cells with , " CR or LF are quoted, quotes doubled; CRLF line ends.
 std::string RenderCsv(const Table& t);

@@ -155,6 +155,8 @@ ojson RunJson(const v1::Run& r) {
   j["id"] = r.id();
   j["baseline_id"] = r.baseline_id();
   j["workload"] = r.workload();
+  j["experiment_id"] = r.experiment_id();
+  j["arm"] = r.arm();
   j["index"] = r.index();
   j["attempt"] = r.attempt();
   j["state"] = r.state();
@@ -182,14 +184,17 @@ ojson RunJson(const v1::Run& r) {
 }
 
 Table RunsTable(const v1::ListRunsResponse& r) {
-  Table t{{"id", "baseline", "#", "attempt", "state", "agent", "samples", "detail"}, {}};
+  Table t{{"id", "for", "#", "attempt", "state", "agent", "samples", "detail"}, {}};
   for (const auto& x : r.runs()) {
     std::string detail = x.state() == "queued" ? x.wait_reason() : x.reason();
     if (detail.empty() && x.state() == "succeeded") detail = x.finished_at();
-    t.rows.push_back({std::to_string(x.id()),
-                      x.baseline_id() ? std::to_string(x.baseline_id()) : "-",
-                      std::to_string(x.index()), std::to_string(x.attempt()), x.state(),
-                      x.agent().empty() ? "-" : x.agent(), std::to_string(x.samples()), detail});
+    std::string owner = x.baseline_id() ? "baseline " + std::to_string(x.baseline_id())
+                        : x.experiment_id()
+                            ? "exp " + std::to_string(x.experiment_id()) + " " + x.arm()
+                            : "-";
+    t.rows.push_back({std::to_string(x.id()), owner, std::to_string(x.index()),
+                      std::to_string(x.attempt()), x.state(), x.agent().empty() ? "-" : x.agent(),
+                      std::to_string(x.samples()), detail});
   }
   return t;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/render.h"
+#include "core/status.h"
 #include "tunectl/v1/tunectl.pb.h"
 
 namespace tunectl {
@@ -31,5 +32,28 @@ ojson AgentJson(const v1::Agent& a);
 Table AgentsTable(const v1::ListAgentsResponse& r);
 
 std::string FormatParams(const google::protobuf::Map<std::string, std::string>& p);
+
+// The loop: hypotheses, experiments and their verdicts, configs, the tuning log.
+ojson HypothesisJson(const v1::Hypothesis& h);
+Table HypothesesTable(const v1::ListHypothesesResponse& r);
+std::string HypothesisDetail(const v1::Hypothesis& h);
+
+ojson ExperimentJson(const v1::Experiment& e);
+Table ExperimentsTable(const v1::ListExperimentsResponse& r);
+Table VerdictTable(
+    const v1::Experiment& e);  // metric, role, control, variant, effect, CI, p, decision
+std::string ExperimentDetail(const v1::Experiment& e);
+std::string ExperimentProgress(const v1::Experiment& e, double elapsed_s);
+
+ojson ConfigJson(const v1::Config& c);
+std::string ConfigDetail(const v1::Config& c);
+// The current config as json | yaml | env | args (the bound command line).
+Result<std::string> ConfigExport(const v1::Config& c, const std::string& format);
+
+ojson LogJson(const v1::LogEntry& e);
+Table LogTable(const v1::ListLogResponse& r);
+
+std::string FormatP(double p);
+std::string FormatCi(double lo, double hi);  // "[+1.2%, +3.4%]"
 
 }  // namespace tunectl

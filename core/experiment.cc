@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/statistics.h"
@@ -320,6 +321,87 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
     }
   }
   return out;
+}
+
+std::string ChangeToJson(const Change& c) {
+  nlohmann::ordered_json j;
+  j["from"] = c.from;
+  j["to"] = c.to;
+  j["coupled"] = c.coupled;
+  return j.dump();
+}
+
+Result<Change> ChangeFromJson(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return Status::Internal("stored change is not JSON: " + text);
+  Change c;
+  c.from = j.value("from", ParamValues{});
+  c.to = j.value("to", ParamValues{});
+  c.coupled = j.value("coupled", false);
+  return c;
+}
+
+std::string VerdictToJson(const Verdict& v) {
+  nlohmann::ordered_json j;
+  j["decision"] = v.decision;
+  j["primary"] = v.primary;
+  j["reasons"] = v.reasons;
+  j["hypothesis"] = v.hypothesis;
+  j["hypothesis_note"] = v.hypothesis_note;
+  auto& ms = j["metrics"] = nlohmann::ordered_json::array();
+  for (const auto& m : v.metrics) {
+    ms.push_back({{"metric", m.metric},
+                  {"unit", m.unit},
+                  {"better", m.better},
+                  {"role", m.role},
+                  {"n_control", m.n_control},
+                  {"n_variant", m.n_variant},
+                  {"control_median", m.control_median},
+                  {"variant_median", m.variant_median},
+                  {"ratio", m.ratio},
+                  {"ci_low", m.ci_low},
+                  {"ci_high", m.ci_high},
+                  {"ci90_low", m.ci90_low},
+                  {"ci90_high", m.ci90_high},
+                  {"p_value", m.p_value},
+                  {"decision", m.decision},
+                  {"guardrail", m.guardrail},
+                  {"note", m.note}});
+  }
+  return j.dump();
+}
+
+Result<Verdict> VerdictFromJson(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return Status::Internal("stored verdict is not JSON");
+  Verdict v;
+  v.decision = j.value("decision", "");
+  v.primary = j.value("primary", "");
+  v.reasons = j.value("reasons", std::vector<std::string>{});
+  v.hypothesis = j.value("hypothesis", "");
+  v.hypothesis_note = j.value("hypothesis_note", "");
+  for (const auto& m : j.value("metrics", nlohmann::json::array())) {
+    MetricVerdict x;
+    x.metric = m.value("metric", "");
+    x.unit = m.value("unit", "");
+    x.better = m.value("better", "");
+    x.role = m.value("role", "");
+    x.n_control = m.value("n_control", 0);
+    x.n_variant = m.value("n_variant", 0);
+    x.control_median = m.value("control_median", 0.0);
+    x.variant_median = m.value("variant_median", 0.0);
+    x.ratio = m.value("ratio", 1.0);
+    x.ci_low = m.value("ci_low", 1.0);
+    x.ci_high = m.value("ci_high", 1.0);
+    x.ci90_low = m.value("ci90_low", 1.0);
+    x.ci90_high = m.value("ci90_high", 1.0);
+    x.p_value = m.value("p_value", 1.0);
+    x.decision = m.value("decision", "");
+    x.guardrail = m.value("guardrail", "");
+    x.note = m.value("note", "");
+    v.metrics.push_back(x);
+  }
+  return v;
 }
 
 }  // namespace tunectl

@@ -79,4 +79,10 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
 // "+12.3%" style for a ratio.
 std::string FormatEffect(double ratio);
 
+// Stable JSON forms (stored in the database; the tuning log keeps them verbatim).
+std::string ChangeToJson(const Change& c);
+Result<Change> ChangeFromJson(const std::string& text);
+std::string VerdictToJson(const Verdict& v);
+Result<Verdict> VerdictFromJson(const std::string& text);
+
 }  // namespace tunectl

@@ -1,5 +1,7 @@
 #include "server/api/convert.h"
 
+#include <nlohmann/json.hpp>
+
 namespace tunectl {
 
 grpc::Status ToGrpc(const Status& s) {
@@ -61,6 +63,8 @@ void ToProto(const RunRow& r, v1::Run* out) {
   out->set_baseline_id(r.baseline_id);
   out->set_workload(r.workload);
   out->set_index(r.idx);
+  out->set_experiment_id(r.experiment_id);
+  out->set_arm(r.arm);
   out->set_attempt(r.attempt);
   out->set_state(r.state);
   out->set_agent(r.agent);
@@ -114,6 +118,131 @@ void ToProto(const LaunchPlan& p, v1::Assign* out) {
     r->set_json_key(m.json_key);
   }
   out->set_timeout_ms(p.timeout_ms);
+}
+
+void ToProto(const Change& c, v1::Change* out) {
+  for (const auto& [k, v] : c.from) (*out->mutable_from())[k] = v;
+  for (const auto& [k, v] : c.to) (*out->mutable_to())[k] = v;
+  out->set_coupled(c.coupled);
+  out->set_description(c.Describe());
+}
+
+void ToProto(const HypothesisRow& h, v1::Hypothesis* out) {
+  out->set_id(h.id);
+  out->set_workload(h.workload);
+  out->set_baseline_id(h.baseline_id);
+  ToProto(h.change, out->mutable_change());
+  out->set_expect(h.expect);
+  out->set_evidence(h.evidence);
+  out->set_statement(h.statement);
+  out->set_actor(h.actor);
+  out->set_created_at(h.created_at);
+  out->set_locked(h.locked);
+  out->set_experiment_id(h.experiment_id);
+}
+
+void ToProto(const ExperimentRow& e, v1::Experiment* out) {
+  out->set_id(e.id);
+  out->set_workload(e.workload);
+  out->set_baseline_id(e.baseline_id);
+  out->set_hypothesis_id(e.hypothesis_id);
+  out->set_hypothesis_expect(e.hypothesis_expect);
+  out->set_config_version(e.config_version);
+  ToProto(e.change, out->mutable_change());
+  out->set_repeats(e.repeats);
+  out->set_state(e.state);
+  out->set_decision(e.decision);
+  out->set_runs_total(e.runs_total);
+  out->set_runs_done(e.runs_done);
+  out->set_runs_failed(e.runs_failed);
+  out->set_runs_active(e.runs_active);
+  out->set_frozen_version(e.frozen_version);
+  out->set_frozen_by(e.frozen_by);
+  out->set_freeze_reason(e.freeze_reason);
+  out->set_actor(e.actor);
+  out->set_created_at(e.created_at);
+  out->set_decided_at(e.decided_at);
+  out->set_frozen_at(e.frozen_at);
+  out->set_agent(e.agent);
+  if (!e.verdict) return;
+  const Verdict& v = *e.verdict;
+  out->set_primary(v.primary);
+  for (const auto& r : v.reasons) out->add_reasons(r);
+  out->set_hypothesis_result(v.hypothesis);
+  out->set_hypothesis_note(v.hypothesis_note);
+  for (const auto& m : v.metrics) {
+    auto* p = out->add_metrics();
+    p->set_metric(m.metric);
+    p->set_unit(m.unit);
+    p->set_better(m.better);
+    p->set_role(m.role);
+    p->set_n_control(m.n_control);
+    p->set_n_variant(m.n_variant);
+    p->set_control_median(m.control_median);
+    p->set_variant_median(m.variant_median);
+    p->set_ratio(m.ratio);
+    p->set_ci_low(m.ci_low);
+    p->set_ci_high(m.ci_high);
+    p->set_ci90_low(m.ci90_low);
+    p->set_ci90_high(m.ci90_high);
+    p->set_p_value(m.p_value);
+    p->set_decision(m.decision);
+    p->set_guardrail(m.guardrail);
+    p->set_note(m.note);
+  }
+}
+
+void ToProto(const ConfigRow& c, v1::Config* out) {
+  out->set_workload(c.workload);
+  out->set_spec_json(c.spec_json);
+  for (const auto& v : c.lineage) {
+    auto* p = out->add_lineage();
+    p->set_version(v.version);
+    for (const auto& [k, val] : v.params) (*p->mutable_params())[k] = val;
+    if (v.change) ToProto(*v.change, p->mutable_change());
+    p->set_experiment_id(v.experiment_id);
+    p->set_created_at(v.created_at);
+    p->set_current(v.current);
+    p->set_reason(v.reason);
+    if (v.current) *out->mutable_current() = *p;
+  }
+}
+
+void ToProto(const LogRow& l, v1::LogEntry* out) {
+  out->set_experiment_id(l.experiment_id);
+  out->set_workload(l.workload);
+  out->set_at(l.at);
+  out->set_actor(l.actor);
+  out->set_frozen(l.frozen);
+  out->set_entry_json(l.entry_json);
+  auto j = nlohmann::json::parse(l.entry_json, nullptr, false);
+  if (!j.is_object()) return;
+  out->set_change(j.value("change", ""));
+  out->set_params(j.value("params", ""));
+  out->set_decision(j.value("decision", ""));
+  if (j.contains("hypothesis") && j["hypothesis"].is_object()) {
+    const auto& h = j["hypothesis"];
+    out->set_hypothesis_id(h.value("id", int64_t{0}));
+    out->set_expected(h.value("expected", ""));
+    out->set_hypothesis_result(h.value("result", ""));
+  }
+  if (j.contains("primary") && j["primary"].is_object()) {
+    const auto& p = j["primary"];
+    out->set_primary_metric(p.value("metric", ""));
+    out->set_ratio(p.value("ratio", 1.0));
+    out->set_ci_low(p.value("ci_low", 1.0));
+    out->set_ci_high(p.value("ci_high", 1.0));
+    out->set_p_value(p.value("p_value", 1.0));
+  }
+  std::string others, guards;
+  for (const auto& m : j.value("others", nlohmann::json::array()))
+    others += (others.empty() ? "" : "; ") + m.value("metric", std::string()) + " " +
+              m.value("effect", std::string()) + " " + m.value("decision", std::string());
+  for (const auto& g : j.value("guardrails", nlohmann::json::array()))
+    guards += (guards.empty() ? "" : "; ") + g.value("metric", std::string()) + " " +
+              g.value("status", std::string());
+  out->set_others(others);
+  out->set_guardrails(guards);
 }
 
 }  // namespace tunectl

@@ -32,6 +32,25 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest*, v1::Run*) override;
   grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
                           v1::ListAgentsResponse*) override;
+  grpc::Status CreateHypothesis(grpc::ServerContext*, const v1::CreateHypothesisRequest*,
+                                v1::Hypothesis*) override;
+  grpc::Status GetHypothesis(grpc::ServerContext*, const v1::GetHypothesisRequest*,
+                             v1::Hypothesis*) override;
+  grpc::Status ListHypotheses(grpc::ServerContext*, const v1::ListHypothesesRequest*,
+                              v1::ListHypothesesResponse*) override;
+  grpc::Status RunExperiment(grpc::ServerContext*, const v1::RunExperimentRequest*,
+                             v1::Experiment*) override;
+  grpc::Status GetExperiment(grpc::ServerContext*, const v1::GetExperimentRequest*,
+                             v1::Experiment*) override;
+  grpc::Status ListExperiments(grpc::ServerContext*, const v1::ListExperimentsRequest*,
+                               v1::ListExperimentsResponse*) override;
+  grpc::Status CancelExperiment(grpc::ServerContext*, const v1::CancelExperimentRequest*,
+                                v1::Experiment*) override;
+  grpc::Status FreezeExperiment(grpc::ServerContext*, const v1::FreezeExperimentRequest*,
+                                v1::Experiment*) override;
+  grpc::Status GetConfig(grpc::ServerContext*, const v1::GetConfigRequest*, v1::Config*) override;
+  grpc::Status ListLog(grpc::ServerContext*, const v1::ListLogRequest*,
+                       v1::ListLogResponse*) override;
 
  private:
   Store* store_;

@@ -104,4 +104,111 @@ grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListA
   return grpc::Status::OK;
 }
 
+grpc::Status TuningServiceImpl::CreateHypothesis(grpc::ServerContext* ctx,
+                                                 const v1::CreateHypothesisRequest* req,
+                                                 v1::Hypothesis* resp) {
+  HypothesisIn in;
+  in.workload = req->workload();
+  in.baseline_id = req->baseline_id();
+  in.vary.assign(req->vary().begin(), req->vary().end());
+  in.expect = req->expect();
+  in.evidence = req->evidence();
+  in.statement = req->statement();
+  auto id = store_->CreateHypothesis(in, Actor(ctx));
+  if (!id.ok()) return ToGrpc(id.status());
+  auto h = store_->GetHypothesis(*id);
+  if (!h.ok()) return ToGrpc(h.status());
+  ToProto(*h, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetHypothesis(grpc::ServerContext*,
+                                              const v1::GetHypothesisRequest* req,
+                                              v1::Hypothesis* resp) {
+  auto h = store_->GetHypothesis(req->id());
+  if (!h.ok()) return ToGrpc(h.status());
+  ToProto(*h, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListHypotheses(grpc::ServerContext*,
+                                               const v1::ListHypothesesRequest* req,
+                                               v1::ListHypothesesResponse* resp) {
+  auto r = store_->ListHypotheses(req->workload());
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& h : *r) ToProto(h, resp->add_hypotheses());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
+                                              const v1::RunExperimentRequest* req,
+                                              v1::Experiment* resp) {
+  ExperimentIn in;
+  in.workload = req->workload();
+  in.baseline_id = req->baseline_id();
+  in.vary.assign(req->vary().begin(), req->vary().end());
+  in.hypothesis_id = req->hypothesis_id();
+  in.repeats = req->repeats();
+  auto id = store_->CreateExperiment(in, Actor(ctx));
+  if (!id.ok()) return ToGrpc(id.status());
+  dispatcher_->Notify();
+  auto e = store_->GetExperiment(*id);
+  if (!e.ok()) return ToGrpc(e.status());
+  ToProto(*e, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetExperiment(grpc::ServerContext*,
+                                              const v1::GetExperimentRequest* req,
+                                              v1::Experiment* resp) {
+  auto e = store_->GetExperiment(req->id());
+  if (!e.ok()) return ToGrpc(e.status());
+  ToProto(*e, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
+                                                const v1::ListExperimentsRequest* req,
+                                                v1::ListExperimentsResponse* resp) {
+  auto r = store_->ListExperiments(req->workload());
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& e : *r) ToProto(e, resp->add_experiments());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::CancelExperiment(grpc::ServerContext* ctx,
+                                                 const v1::CancelExperimentRequest* req,
+                                                 v1::Experiment* resp) {
+  auto e = store_->CancelExperiment(req->id(), Actor(ctx));
+  if (!e.ok()) return ToGrpc(e.status());
+  dispatcher_->Notify();
+  ToProto(*e, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::FreezeExperiment(grpc::ServerContext* ctx,
+                                                 const v1::FreezeExperimentRequest* req,
+                                                 v1::Experiment* resp) {
+  auto e = store_->FreezeExperiment(req->id(), req->force(), req->reason(), Actor(ctx));
+  if (!e.ok()) return ToGrpc(e.status());
+  ToProto(*e, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetConfig(grpc::ServerContext*, const v1::GetConfigRequest* req,
+                                          v1::Config* resp) {
+  auto c = store_->GetConfig(req->workload());
+  if (!c.ok()) return ToGrpc(c.status());
+  ToProto(*c, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogRequest* req,
+                                        v1::ListLogResponse* resp) {
+  auto r = store_->ListLog(req->workload(), req->param());
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& l : *r) ToProto(l, resp->add_entries());
+  return grpc::Status::OK;
+}
+
 }  // namespace tunectl

@@ -55,6 +55,15 @@ int Dispatcher::DispatchOnce() {
   }
   int assigned = 0;
   for (auto& s : sessions) {
+    if (auto cancels = store_->PendingCancels(s->agent_id); cancels.ok()) {
+      for (const auto& c : *cancels) {
+        v1::ServerMessage m;
+        m.mutable_cancel()->set_run_id(c.run_id);
+        m.mutable_cancel()->set_attempt(c.attempt);
+        m.mutable_cancel()->set_reason("experiment cancelled");
+        s->Send(m);
+      }
+    }
     auto plans = store_->ClaimRuns(s->agent_id, s->labels, s->slots);
     if (!plans.ok()) {
       log_(LogLevel::kWarn, "dispatch to " + s->name + ": " + plans.status().ToString());

@@ -7,32 +7,10 @@
 #include <tuple>
 
 #include "core/template.h"
+#include "server/store/store_internal.h"
 
 namespace tunectl {
-namespace {
-
-using json = nlohmann::json;
-
-// Runs `f` in one transaction; commits when it returns ok. All libpqxx exceptions end here.
-template <typename T, typename F>
-Result<T> InTx(ConnectionPool* pool, F&& f) {
-  auto lease = pool->Acquire();
-  if (!lease.ok()) return lease.status();
-  try {
-    pqxx::work w(**lease);
-    Result<T> r = f(w);
-    if (r.ok()) w.commit();
-    return r;
-  } catch (const pqxx::broken_connection& e) {
-    return Status::Unavailable(std::string("database connection lost: ") + e.what());
-  } catch (const pqxx::foreign_key_violation& e) {
-    return Status::InvalidArgument(std::string("reference to an unknown entity: ") + e.what());
-  } catch (const pqxx::unique_violation& e) {
-    return Status::AlreadyExists(std::string("already exists: ") + e.what());
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string("database error: ") + e.what());
-  }
-}
+namespace internal {
 
 Status ToStatus(const Result<bool>& r) {
   return r.ok() ? Status::Ok() : r.status();
@@ -73,7 +51,7 @@ std::string LaunchJson(const WorkloadSpec& spec, const Launch& l) {
   return j.dump();
 }
 
-const char* kWorkloadSelect =
+const char* const kWorkloadSelect =
     "SELECT w.id, w.name, w.description, w.spec::text, w.spec_revision, c.id, c.version, "
     "c.params::text, tunectl_ts(w.created_at) FROM workloads w "
     "JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
@@ -106,6 +84,24 @@ Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name) {
         (known.empty() ? "none (apply one with tunectl workload apply -f FILE)" : known));
   }
   return WorkloadFromRow(r[0]);
+}
+
+Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& workload) {
+  std::string name = workload;
+  if (name.empty()) {
+    auto all = w.exec("SELECT name FROM workloads ORDER BY name");
+    if (all.empty())
+      return Status::FailedPrecondition(
+          "no workloads yet; apply one first: tunectl workload apply -f FILE");
+    if (all.size() > 1) {
+      std::string names;
+      for (const auto& r : all) names += (names.empty() ? "" : ", ") + r[0].as<std::string>();
+      return Status::InvalidArgument("--workload: several workloads exist (" + names +
+                                     "); name one with --workload NAME");
+    }
+    name = all[0][0].as<std::string>();
+  }
+  return LoadWorkload(w, name);
 }
 
 // Values of the current config carried over to a changed spec: kept where still valid,
@@ -176,12 +172,15 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
 int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
                 const std::string& actor) {
   if (run_ids.empty()) return 0;
-  std::set<int64_t> baselines;
+  std::set<int64_t> baselines, experiments;
   for (int64_t id : run_ids) {
-    auto r = w.exec_params("SELECT baseline_id FROM runs WHERE id = $1", id);
+    auto r = w.exec_params("SELECT baseline_id, experiment_id FROM runs WHERE id = $1", id);
     if (!r.empty() && !r[0][0].is_null()) baselines.insert(r[0][0].as<int64_t>());
+    if (!r.empty() && !r[0][1].is_null()) experiments.insert(r[0][1].as<int64_t>());
   }
   for (int64_t b : baselines) w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", b);
+  for (int64_t e : experiments)
+    w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", e);
   int n = 0;
   for (int64_t id : run_ids) {
     auto r =
@@ -205,15 +204,22 @@ int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::s
     ++n;
   }
   for (int64_t b : baselines) MaybeCompleteBaseline(w, b, actor);
+  for (int64_t e : experiments) MaybeDecideExperiment(w, e, actor);
   return n;
 }
 
-const char* kRunSelect =
+// A baseline's runs: its own, or for a frozen config the variant runs of its experiment.
+#define BASELINE_RUNS                                                                   \
+  "(r.baseline_id = b.id OR (b.source_experiment_id IS NOT NULL AND r.experiment_id = " \
+  "b.source_experiment_id AND r.arm = 'variant'))"
+
+const char* const kRunSelect =
     "SELECT r.id, COALESCE(r.baseline_id, 0), w.name, r.idx, r.attempt, r.state, "
     "COALESCE(a.name, ''), r.params::text, r.selector::text, r.exit_code, r.signal, r.reason, "
     "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
     "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
-    "COALESCE(tunectl_ts(r.finished_at), '') FROM runs r JOIN workloads w ON w.id = r.workload_id "
+    "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, '') "
+    "FROM runs r JOIN workloads w ON w.id = r.workload_id "
     "LEFT JOIN agents a ON a.id = r.agent_id ";
 
 RunRow RunFromRow(const pqxx::row& r) {
@@ -235,10 +241,14 @@ RunRow RunFromRow(const pqxx::row& r) {
   x.created_at = r[14].as<std::string>();
   x.started_at = r[15].as<std::string>();
   x.finished_at = r[16].as<std::string>();
+  x.experiment_id = r[17].as<int64_t>();
+  x.arm = r[18].as<std::string>();
   return x;
 }
 
-}  // namespace
+}  // namespace internal
+
+using namespace internal;  // NOLINT(google-build-using-namespace): this file's own helpers
 
 Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::string& text,
                                          const std::string& actor) {
@@ -321,21 +331,7 @@ Result<WorkloadRow> Store::GetWorkload(const std::string& name) {
 Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
                                       const std::string& actor) {
   return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
-    std::string name = workload;
-    if (name.empty()) {
-      auto all = w.exec("SELECT name FROM workloads ORDER BY name");
-      if (all.empty())
-        return Status::FailedPrecondition(
-            "no workloads yet; apply one first: tunectl workload apply -f FILE");
-      if (all.size() > 1) {
-        std::string names;
-        for (const auto& r : all) names += (names.empty() ? "" : ", ") + r[0].as<std::string>();
-        return Status::InvalidArgument("--workload: several workloads exist (" + names +
-                                       "); name one with --workload NAME");
-      }
-      name = all[0][0].as<std::string>();
-    }
-    auto wl = LoadWorkload(w, name);
+    auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     if (repeats < 0 || repeats > 1000)
       return Status::InvalidArgument(
@@ -369,10 +365,13 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     auto r = w.exec_params(
         "SELECT b.id, wl.name, c.version, c.params::text, b.repeats, b.state, wl.spec::text, "
         "tunectl_ts(b.created_at), COALESCE(tunectl_ts(b.finished_at), ''), "
-        "(SELECT count(*) FROM runs r WHERE r.baseline_id = b.id AND r.state = 'succeeded'), "
-        "(SELECT count(*) FROM runs r WHERE r.baseline_id = b.id AND r.state IN "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state = 'succeeded'), "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state IN "
         "('failed','cancelled','lost')), "
-        "(SELECT count(*) FROM runs r WHERE r.baseline_id = b.id AND r.state IN "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state IN "
         "('queued','assigned','running')) "
         "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
         "JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1",
@@ -451,7 +450,9 @@ Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
         w.exec_params("SELECT 1 FROM baselines WHERE id = $1", baseline_id).empty())
       return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
     auto r = w.exec_params(
-        std::string(kRunSelect) + "WHERE $1 = 0 OR r.baseline_id = $1 ORDER BY r.id DESC LIMIT $2",
+        std::string(kRunSelect) +
+            "WHERE $1 = 0 OR EXISTS (SELECT 1 FROM baselines b WHERE b.id = $1 AND " BASELINE_RUNS
+            ") ORDER BY r.id DESC LIMIT $2",
         baseline_id, limit > 0 ? limit : 200);
     std::vector<RunRow> out;
     for (const auto& row : r) out.push_back(RunFromRow(row));
@@ -583,38 +584,49 @@ Result<int> Store::ExpireAgents(int timeout_s) {
 
 Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,
                                                  int slots) {
-  return InTx<std::vector<LaunchPlan>>(
-      pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
-        std::vector<LaunchPlan> out;
-        if (slots <= 0) return out;
-        auto r = w.exec_params(
-            "WITH c AS (SELECT id FROM runs WHERE state = 'queued' AND selector <@ $1::jsonb "
-            "ORDER BY id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
-            "AND b.state IN ('assigned','running'))) FOR UPDATE SKIP LOCKED) "
-            "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
-            "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
-            "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
-            MapToJson(labels), slots, agent_id);
-        for (const auto& row : r) {
-          LaunchPlan p;
-          p.run_id = row[0].as<int64_t>();
-          p.attempt = row[1].as<int>();
-          p.workload = row[3].as<std::string>();
-          auto j = json::parse(row[2].as<std::string>());
-          p.argv = j["argv"].get<std::vector<std::string>>();
-          p.env = j["env"].get<std::map<std::string, std::string>>();
-          p.files = j["files"].get<std::map<std::string, std::string>>();
-          for (const auto& m : j["metrics"])
-            p.metrics.push_back({m["name"], m["pattern"], m["json"]});
-          p.timeout_ms = j["timeout_ms"].get<int64_t>();
-          Audit(w, "server", "run.assigned", "run", p.run_id,
-                {{"agent_id", agent_id}, {"attempt", p.attempt}});
-          out.push_back(std::move(p));
-        }
-        std::sort(out.begin(), out.end(),
-                  [](const LaunchPlan& a, const LaunchPlan& b) { return a.run_id < b.run_id; });
-        return out;
-      });
+  return InTx<
+      std::vector<LaunchPlan>>(pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
+    std::vector<LaunchPlan> out;
+    if (slots <= 0) return out;
+    auto r = w.exec_params(
+        "WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
+        "WHERE r.state = 'queued' AND r.selector <@ $1::jsonb AND (e.agent_id IS NULL OR "
+        "e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = e.agent_id AND "
+        "a.connected)) "
+        "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
+        "AND b.state IN ('assigned','running'))) FOR UPDATE OF r SKIP LOCKED) "
+        "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
+        "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
+        "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
+        MapToJson(labels), slots, agent_id);
+    for (const auto& row : r) {
+      LaunchPlan p;
+      p.run_id = row[0].as<int64_t>();
+      p.attempt = row[1].as<int>();
+      p.workload = row[3].as<std::string>();
+      auto j = json::parse(row[2].as<std::string>());
+      p.argv = j["argv"].get<std::vector<std::string>>();
+      p.env = j["env"].get<std::map<std::string, std::string>>();
+      p.files = j["files"].get<std::map<std::string, std::string>>();
+      for (const auto& m : j["metrics"]) p.metrics.push_back({m["name"], m["pattern"], m["json"]});
+      p.timeout_ms = j["timeout_ms"].get<int64_t>();
+      Audit(w, "server", "run.assigned", "run", p.run_id,
+            {{"agent_id", agent_id}, {"attempt", p.attempt}});
+      out.push_back(std::move(p));
+    }
+    // Keep an experiment's control and variant runs on one agent where possible (same node,
+    // same noise); another agent takes over only while this one is disconnected.
+    if (!out.empty())
+      w.exec_params0(
+          "UPDATE experiments e SET agent_id = $1 WHERE (e.agent_id IS NULL OR NOT EXISTS "
+          "(SELECT 1 FROM agents a WHERE a.id = e.agent_id AND a.connected)) AND e.id IN "
+          "(SELECT experiment_id FROM runs WHERE agent_id = $1 AND state = 'assigned' AND "
+          "experiment_id IS NOT NULL)",
+          agent_id);
+    std::sort(out.begin(), out.end(),
+              [](const LaunchPlan& a, const LaunchPlan& b) { return a.run_id < b.run_id; });
+    return out;
+  });
 }
 
 Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id) {
@@ -651,12 +663,16 @@ Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
 Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
                         const std::string& actor) {
   return ToStatus(InTx<bool>(pool_, [&](pqxx::work& w) -> Result<bool> {
-    auto pre = w.exec_params("SELECT baseline_id FROM runs WHERE id = $1", run_id);
+    auto pre = w.exec_params("SELECT baseline_id, experiment_id FROM runs WHERE id = $1", run_id);
     if (pre.empty()) return Status::NotFound("run " + std::to_string(run_id) + " not found");
-    std::optional<int64_t> baseline;
+    std::optional<int64_t> baseline, experiment;
     if (!pre[0][0].is_null()) {
       baseline = pre[0][0].as<int64_t>();
       w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", *baseline);
+    }
+    if (!pre[0][1].is_null()) {
+      experiment = pre[0][1].as<int64_t>();
+      w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", *experiment);
     }
     auto r = w.exec_params("SELECT attempt, state, launch::text FROM runs WHERE id = $1 FOR UPDATE",
                            run_id);
@@ -713,6 +729,7 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
     if (baseline) MaybeCompleteBaseline(w, *baseline, actor);
+    if (experiment) MaybeDecideExperiment(w, *experiment, actor);
     return true;
   }));
 }

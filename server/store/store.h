@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/experiment.h"
 #include "core/metrics.h"
 #include "core/selector.h"
 #include "core/spec.h"
@@ -64,6 +65,8 @@ struct RunMetricRow {
 struct RunRow {
   int64_t id = 0;
   int64_t baseline_id = 0;
+  int64_t experiment_id = 0;
+  std::string arm;
   std::string workload;
   int idx = 0;
   int attempt = 0;
@@ -109,6 +112,8 @@ struct RunRef {
   }
 };
 
+using PendingCancelList = std::vector<RunRef>;
+
 struct SampleIn {
   std::string metric;
   int64_t step = 0;
@@ -123,6 +128,69 @@ struct RunResult {
   std::string stderr_tail;
   int64_t batches = 0;
   int64_t lines = 0;
+};
+
+struct HypothesisRow {
+  int64_t id = 0;
+  std::string workload;
+  int64_t baseline_id = 0;
+  Change change;
+  std::string expect, evidence, statement, actor, created_at;
+  bool locked = false;
+  int64_t experiment_id = 0;
+};
+
+struct HypothesisIn {
+  std::string workload;     // optional when baseline_id is set or only one workload exists
+  int64_t baseline_id = 0;  // 0 = latest completed baseline of the current config
+  std::vector<std::string> vary;
+  std::string expect, evidence, statement;
+};
+
+struct ExperimentRow {
+  int64_t id = 0;
+  std::string workload;
+  int64_t baseline_id = 0;
+  int64_t hypothesis_id = 0;
+  std::string hypothesis_expect;
+  int config_version = 0;
+  Change change;
+  int repeats = 0;
+  std::string state, decision;
+  std::optional<Verdict> verdict;
+  int runs_total = 0, runs_done = 0, runs_failed = 0, runs_active = 0;
+  int frozen_version = 0;
+  std::string frozen_by, freeze_reason, actor, created_at, decided_at, frozen_at, agent;
+};
+
+struct ExperimentIn {
+  std::string workload;
+  int64_t baseline_id = 0;
+  std::vector<std::string> vary;
+  int64_t hypothesis_id = 0;
+  int repeats = 0;  // per arm; 0 = the workload's run.repeats
+};
+
+struct ConfigVersionRow {
+  int version = 0;
+  ParamValues params;
+  std::optional<Change> change;
+  int64_t experiment_id = 0;
+  std::string created_at, reason;
+  bool current = false;
+};
+
+struct ConfigRow {
+  std::string workload;
+  std::string spec_json;
+  std::vector<ConfigVersionRow> lineage;  // v1 first; exactly one is current
+};
+
+struct LogRow {
+  int64_t experiment_id = 0;
+  std::string workload, at, actor;
+  std::string entry_json;  // the immutable 'decided' entry
+  std::string frozen;      // from a later 'frozen' entry: "v2" or "v2 (forced: …)"; "" if none
 };
 
 class Store {
@@ -170,6 +238,23 @@ class Store {
   // Terminal state for the attempt, run summary, and baseline completion when it was the last.
   // A stale attempt (superseded) changes nothing. Idempotent.
   Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor);
+  // Runs on this agent whose experiment was cancelled: the dispatcher sends Cancel for them.
+  Result<PendingCancelList> PendingCancels(int64_t agent_id);
+
+  // The loop.
+  Result<int64_t> CreateHypothesis(const HypothesisIn& in, const std::string& actor);
+  Result<HypothesisRow> GetHypothesis(int64_t id);
+  Result<std::vector<HypothesisRow>> ListHypotheses(const std::string& workload);
+  // Queues control and variant runs interleaved in ABBA blocks; locks the hypothesis.
+  Result<int64_t> CreateExperiment(const ExperimentIn& in, const std::string& actor);
+  Result<ExperimentRow> GetExperiment(int64_t id);
+  Result<std::vector<ExperimentRow>> ListExperiments(const std::string& workload);
+  Result<ExperimentRow> CancelExperiment(int64_t id, const std::string& actor);
+  // New config version = control config + the change; the variant runs become its baseline.
+  Result<ExperimentRow> FreezeExperiment(int64_t id, bool force, const std::string& reason,
+                                         const std::string& actor);
+  Result<ConfigRow> GetConfig(const std::string& workload);
+  Result<std::vector<LogRow>> ListLog(const std::string& workload, const std::string& param);
 
  private:
   ConnectionPool* pool_;

@@ -70,7 +70,7 @@ class BaselineE2E(unittest.TestCase):
         self.assertEqual(detail["params"]["num_workers"], "1")
         self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "loss"})
         csv = c.cli("run", "list", "-o", "csv").stdout
-        self.assertTrue(csv.startswith("id,baseline,#,attempt,state"))
+        self.assertTrue(csv.startswith("id,for,#,attempt,state"))
         agents = c.json("agent", "list")
         self.assertEqual(agents[0]["labels"], {"gpu": "none", "pool": "cpu"})
 

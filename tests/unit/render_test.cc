@@ -35,3 +35,14 @@ TEST(ParseOutputFormat, RejectsUnknownNamingAllowed) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(RenderTable, AlignsMultibyteCells) {
+  Table t{{"change", "x"}, {{"n 1→4", "a"}, {"abcdef", "b"}}};
+  EXPECT_EQ(RenderTable(t), "CHANGE  X\nn 1→4   a\nabcdef  b\n");
+}
+
+}  // namespace
+}  // namespace tunectl

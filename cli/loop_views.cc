@@ -1,0 +1,326 @@
+#include <cstdio>
+#include <map>
+
+#include "cli/views.h"
+#include "core/experiment.h"
+#include "core/spec.h"
+#include "core/template.h"
+
+namespace tunectl {
+namespace {
+
+ojson ChangeJson(const v1::Change& c) {
+  ojson j;
+  j["description"] = c.description();
+  j["from"] = std::map<std::string, std::string>(c.from().begin(), c.from().end());
+  j["to"] = std::map<std::string, std::string>(c.to().begin(), c.to().end());
+  j["coupled"] = c.coupled();
+  return j;
+}
+
+std::string ShellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-./=:,+@%") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string FormatP(double p) {
+  char buf[32];
+  if (p < 1e-4)
+    std::snprintf(buf, sizeof buf, "%.1e", p);
+  else
+    std::snprintf(buf, sizeof buf, "%.4f", p);
+  return buf;
+}
+
+std::string FormatCi(double lo, double hi) {
+  return "[" + FormatEffect(lo) + ", " + FormatEffect(hi) + "]";
+}
+
+ojson HypothesisJson(const v1::Hypothesis& h) {
+  ojson j;
+  j["id"] = h.id();
+  j["workload"] = h.workload();
+  j["baseline_id"] = h.baseline_id();
+  j["change"] = ChangeJson(h.change());
+  j["expect"] = h.expect();
+  j["evidence"] = h.evidence();
+  j["statement"] = h.statement();
+  j["locked"] = h.locked();
+  j["experiment_id"] = h.experiment_id();
+  j["actor"] = h.actor();
+  j["created_at"] = h.created_at();
+  return j;
+}
+
+Table HypothesesTable(const v1::ListHypothesesResponse& r) {
+  Table t{{"id", "workload", "baseline", "change", "expect", "experiment", "statement"}, {}};
+  for (const auto& h : r.hypotheses())
+    t.rows.push_back({std::to_string(h.id()), h.workload(), std::to_string(h.baseline_id()),
+                      h.change().description(), h.expect(),
+                      h.experiment_id() ? std::to_string(h.experiment_id()) : "-", h.statement()});
+  return t;
+}
+
+std::string HypothesisDetail(const v1::Hypothesis& h) {
+  std::string out = "Hypothesis " + std::to_string(h.id()) + "  workload " + h.workload() +
+                    "  against baseline " + std::to_string(h.baseline_id()) + "\n";
+  out += "statement: " + (h.statement().empty() ? std::string("-") : h.statement()) + "\n";
+  out += "evidence:  " + (h.evidence().empty() ? std::string("-") : h.evidence()) + "\n";
+  out += "change:    " + h.change().description() + "\n";
+  out += "expect:    " + h.expect() + "\n";
+  out += "status:    " +
+         (h.locked() ? "locked, tested by experiment " + std::to_string(h.experiment_id())
+                     : std::string("open (run: tunectl experiment run --hypothesis ") +
+                           std::to_string(h.id()) + ")") +
+         "\n";
+  out += "by " + h.actor() + " at " + h.created_at() + "\n";
+  return out;
+}
+
+ojson ExperimentJson(const v1::Experiment& e) {
+  ojson j;
+  j["id"] = e.id();
+  j["workload"] = e.workload();
+  j["baseline_id"] = e.baseline_id();
+  j["config_version"] = e.config_version();
+  j["change"] = ChangeJson(e.change());
+  j["hypothesis_id"] = e.hypothesis_id();
+  j["hypothesis_expect"] = e.hypothesis_expect();
+  j["repeats"] = e.repeats();
+  j["state"] = e.state();
+  j["decision"] = e.decision();
+  j["runs"] = {{"total", e.runs_total()},
+               {"done", e.runs_done()},
+               {"failed", e.runs_failed()},
+               {"active", e.runs_active()}};
+  j["agent"] = e.agent();
+  ojson ms = ojson::array();
+  for (const auto& m : e.metrics()) {
+    ojson x;
+    x["metric"] = m.metric();
+    x["unit"] = m.unit();
+    x["better"] = m.better();
+    x["role"] = m.role();
+    x["n_control"] = m.n_control();
+    x["n_variant"] = m.n_variant();
+    x["control_median"] = m.control_median();
+    x["variant_median"] = m.variant_median();
+    x["ratio"] = m.ratio();
+    x["ci_low"] = m.ci_low();
+    x["ci_high"] = m.ci_high();
+    x["ci90_low"] = m.ci90_low();
+    x["ci90_high"] = m.ci90_high();
+    x["p_value"] = m.p_value();
+    x["decision"] = m.decision();
+    x["guardrail"] = m.guardrail();
+    x["note"] = m.note();
+    ms.push_back(x);
+  }
+  j["metrics"] = ms;
+  j["primary"] = e.primary();
+  j["reasons"] = std::vector<std::string>(e.reasons().begin(), e.reasons().end());
+  j["hypothesis_result"] = e.hypothesis_result();
+  j["hypothesis_note"] = e.hypothesis_note();
+  j["frozen_version"] = e.frozen_version();
+  j["frozen_by"] = e.frozen_by();
+  j["freeze_reason"] = e.freeze_reason();
+  j["actor"] = e.actor();
+  j["created_at"] = e.created_at();
+  j["decided_at"] = e.decided_at();
+  j["frozen_at"] = e.frozen_at();
+  return j;
+}
+
+Table ExperimentsTable(const v1::ListExperimentsResponse& r) {
+  Table t{{"id", "workload", "change", "baseline", "state", "decision", "primary effect", "runs",
+           "hypothesis"},
+          {}};
+  for (const auto& e : r.experiments()) {
+    std::string effect = "-";
+    for (const auto& m : e.metrics())
+      if (m.metric() == e.primary())
+        effect = FormatEffect(m.ratio()) + " " + FormatCi(m.ci_low(), m.ci_high());
+    t.rows.push_back(
+        {std::to_string(e.id()), e.workload(), e.change().description(),
+         std::to_string(e.baseline_id()), e.state(), e.decision().empty() ? "-" : e.decision(),
+         effect, std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()),
+         e.hypothesis_id() ? std::to_string(e.hypothesis_id()) + " " + e.hypothesis_result()
+                           : "-"});
+  }
+  return t;
+}
+
+Table VerdictTable(const v1::Experiment& e) {
+  Table t{{"metric", "role", "control", "variant", "effect", "95% ci", "p", "decision"}, {}};
+  for (const auto& m : e.metrics()) {
+    std::string decision = m.decision();
+    if (!m.guardrail().empty()) decision += " (guardrail " + m.guardrail() + ")";
+    const bool have = m.n_control() > 0 && m.n_variant() > 0;
+    t.rows.push_back({m.metric(), m.role(), have ? FormatNumber(m.control_median()) : "-",
+                      have ? FormatNumber(m.variant_median()) : "-",
+                      have ? FormatEffect(m.ratio()) : "-",
+                      have ? FormatCi(m.ci_low(), m.ci_high()) : "-",
+                      have ? FormatP(m.p_value()) : "-", decision});
+  }
+  return t;
+}
+
+std::string ExperimentDetail(const v1::Experiment& e) {
+  std::string out = "Experiment " + std::to_string(e.id()) + "  workload " + e.workload() + "  " +
+                    e.change().description() + "  against baseline " +
+                    std::to_string(e.baseline_id()) + " (config v" +
+                    std::to_string(e.config_version()) + ")\n";
+  out += "state:  " + e.state() + (e.decision().empty() ? "" : " — " + e.decision()) + "\n";
+  out += "runs:   " + std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()) +
+         " succeeded (" + std::to_string(e.repeats()) + " per arm, interleaved ABBA)";
+  if (e.runs_failed()) out += ", " + std::to_string(e.runs_failed()) + " failed";
+  if (e.runs_active()) out += ", " + std::to_string(e.runs_active()) + " active";
+  if (!e.agent().empty()) out += ", on " + e.agent();
+  out += "\n";
+  if (e.hypothesis_id())
+    out += "hypothesis " + std::to_string(e.hypothesis_id()) + ": expected " +
+           e.hypothesis_expect() +
+           (e.hypothesis_result().empty()
+                ? ""
+                : " → " + e.hypothesis_result() + " (" + e.hypothesis_note() + ")") +
+           "\n";
+  if (e.metrics_size()) {
+    out += "\n" + RenderTable(VerdictTable(e)) + "\n";
+    for (const auto& m : e.metrics())
+      if (!m.note().empty()) out += "note: " + m.metric() + ": " + m.note() + "\n";
+    for (const auto& r : e.reasons()) out += "why: " + r + "\n";
+    out += "effect = variant/control of the run medians (geometric), 95% CI by Welch on logs\n";
+  }
+  if (e.state() == "frozen") {
+    out += "\nfrozen as config v" + std::to_string(e.frozen_version()) + " by " + e.frozen_by() +
+           " at " + e.frozen_at() +
+           (e.freeze_reason().empty() ? "" : " (forced: " + e.freeze_reason() + ")") + "\n";
+  } else if (e.state() == "decided" && e.decision() == "improved") {
+    out += "\nnext: tunectl experiment freeze " + std::to_string(e.id()) + "\n";
+  }
+  return out;
+}
+
+std::string ExperimentProgress(const v1::Experiment& e, double elapsed_s) {
+  char el[32];
+  std::snprintf(el, sizeof el, "%.0fs", elapsed_s);
+  std::string out = "experiment " + std::to_string(e.id()) + ": " + std::to_string(e.runs_done()) +
+                    "/" + std::to_string(e.runs_total()) + " runs done";
+  if (e.runs_failed()) out += ", " + std::to_string(e.runs_failed()) + " failed";
+  out += ", " + std::to_string(e.runs_active()) + " active [" + el + "]";
+  return out;
+}
+
+ojson ConfigJson(const v1::Config& c) {
+  ojson j;
+  j["workload"] = c.workload();
+  j["version"] = c.current().version();
+  j["params"] =
+      std::map<std::string, std::string>(c.current().params().begin(), c.current().params().end());
+  ojson lineage = ojson::array();
+  for (const auto& v : c.lineage()) {
+    ojson x;
+    x["version"] = v.version();
+    x["current"] = v.current();
+    x["params"] = std::map<std::string, std::string>(v.params().begin(), v.params().end());
+    x["change"] = v.has_change() ? ChangeJson(v.change()) : ojson(nullptr);
+    x["experiment_id"] = v.experiment_id();
+    x["reason"] = v.reason();
+    x["created_at"] = v.created_at();
+    lineage.push_back(x);
+  }
+  j["lineage"] = lineage;
+  return j;
+}
+
+std::string ConfigDetail(const v1::Config& c) {
+  std::string out =
+      "Config of " + c.workload() + ": v" + std::to_string(c.current().version()) + "\n";
+  out += "params: " + FormatParams(c.current().params()) + "\n\nlineage:\n";
+  Table t{{"version", "change", "experiment", "reason", "created"}, {}};
+  for (const auto& v : c.lineage())
+    t.rows.push_back({"v" + std::to_string(v.version()) + (v.current() ? " *" : ""),
+                      v.has_change() ? v.change().description() : "-",
+                      v.experiment_id() ? std::to_string(v.experiment_id()) : "-", v.reason(),
+                      v.created_at()});
+  std::string lineage;
+  for (const auto& v : c.lineage())
+    lineage += (lineage.empty() ? "" : " → ") + ("v" + std::to_string(v.version()));
+  return out + RenderTable(t) + "\n" + lineage + "\n";
+}
+
+Result<std::string> ConfigExport(const v1::Config& c, const std::string& format) {
+  auto spec = ParseWorkloadSpec(c.spec_json(), "workload " + c.workload());
+  if (!spec.ok()) return spec.status();
+  ParamValues params(c.current().params().begin(), c.current().params().end());
+  if (format == "json" || format == "yaml") {
+    ojson j = ojson::object();
+    std::string yaml =
+        "# " + c.workload() + " config v" + std::to_string(c.current().version()) + "\n";
+    for (const auto& p : spec->params) {
+      auto it = params.find(p.name);
+      if (it == params.end()) continue;
+      const std::string& v = it->second;
+      switch (p.type) {
+        case ParamType::kInt: j[p.name] = std::stoll(v); break;
+        case ParamType::kFloat: j[p.name] = std::stod(v); break;
+        case ParamType::kBool: j[p.name] = v == "true"; break;
+        default: j[p.name] = v;
+      }
+      yaml += p.name + ": " +
+              (p.type == ParamType::kString || p.type == ParamType::kEnum ? ojson(v).dump() : v) +
+              "\n";
+    }
+    return format == "json" ? j.dump(2) + "\n" : yaml;
+  }
+  if (format == "env") {
+    std::string out;
+    for (const auto& p : spec->params) {
+      std::string name = p.name;
+      for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      out += name + "=" + ShellQuote(params[p.name]) + "\n";
+    }
+    return out;
+  }
+  if (format == "args") {
+    auto l = BindLaunch(*spec, params);
+    if (!l.ok()) return l.status();
+    std::string out;
+    for (const auto& [k, v] : l->env) out += k + "=" + ShellQuote(v) + " ";
+    for (size_t i = 0; i < l->argv.size(); ++i) out += (i ? " " : "") + ShellQuote(l->argv[i]);
+    return out + "\n";
+  }
+  return Status::InvalidArgument("--format: \"" + format +
+                                 "\" is not allowed; allowed: json, yaml, env, args");
+}
+
+ojson LogJson(const v1::LogEntry& e) {
+  ojson j = ojson::parse(e.entry_json(), nullptr, false);
+  if (!j.is_object()) j = ojson::object();
+  j["frozen"] = e.frozen().empty() ? ojson(nullptr) : ojson(e.frozen());
+  j["at"] = e.at();
+  return j;
+}
+
+Table LogTable(const v1::ListLogResponse& r) {
+  Table t{{"experiment", "at", "workload", "change", "expected", "hypothesis", "primary", "effect",
+           "95% ci", "others", "guardrails", "decision", "frozen", "by"},
+          {}};
+  for (const auto& e : r.entries())
+    t.rows.push_back({std::to_string(e.experiment_id()), e.at(), e.workload(), e.change(),
+                      e.expected().empty() ? "-" : e.expected(),
+                      e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
+                      e.primary_metric(), FormatEffect(e.ratio()),
+                      FormatCi(e.ci_low(), e.ci_high()), e.others(),
+                      e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
+                      e.frozen().empty() ? "no" : e.frozen(), e.actor()});
+  return t;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,239 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/store/store.h"
+#include "tests/db/test_db.h"
+
+namespace tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+WorkloadSpec Spec() {
+  auto s = ParseWorkloadSpec(R"(
+name: demo
+command: [train, "{nw}", "{li}"]
+params:
+  nw: {type: int, default: 1, min: 0, max: 64}
+  li: {type: int, default: 1, min: 1}
+metrics:
+  sps:  {pattern: 'sps: ([0-9.]+)', better: higher, role: primary, min_effect: 0.03}
+  loss: {json: loss, better: lower, role: guardrail, tolerance: 0.01}
+run: {repeats: 3, warmup_steps: 0}
+)");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+// Runs every queued run on one agent, reporting `level(arm)` as sps and a flat loss.
+void RunAll(Store& st, int64_t agent, double control, double variant, bool crash_variant = false) {
+  for (;;) {
+    auto plans = st.ClaimRuns(agent, {}, 100);
+    ASSERT_TRUE(plans.ok()) << plans.status().message();
+    if (plans->empty()) return;
+    for (const auto& p : *plans) {
+      auto run = st.GetRun(p.run_id);
+      const bool is_variant = run->arm == "variant";
+      const double level = is_variant ? variant : control;
+      std::vector<SampleIn> s;
+      for (int k = 1; k <= 5; ++k) {
+        s.push_back({"sps", k, level * (1 + 0.001 * ((p.run_id * 7 + k) % 5)), k});
+        s.push_back({"loss", k, 1.377 + 0.0001 * ((p.run_id + k) % 3), k});
+      }
+      ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+      const int exit_code = crash_variant && is_variant ? 1 : 0;
+      ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {exit_code, 0, "", "", 1, 10}, "agent:t").ok());
+    }
+  }
+}
+
+struct Loop {
+  std::unique_ptr<TestDb> db;
+  int64_t agent = 0;
+  int64_t baseline = 0;
+};
+
+Loop MeasuredBaseline(std::unique_ptr<TestDb> db) {
+  Loop l;
+  l.db = std::move(db);
+  Store& st = l.db->store();
+  EXPECT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  l.agent = *st.RegisterAgent("n1", {}, 100, "t", "s1");
+  l.baseline = *st.CreateBaseline("demo", 3, "user:t");
+  RunAll(st, l.agent, 100, 100);
+  EXPECT_EQ(st.GetBaseline(l.baseline)->state, "completed");
+  return l;
+}
+
+std::string Counts(TestDb& db) {
+  return db.Scalar(
+      "SELECT (SELECT count(*) FROM experiments) || '/' || (SELECT count(*) FROM runs) || '/' || "
+      "(SELECT count(*) FROM hypotheses) || '/' || (SELECT count(*) FROM audit_events) || '/' || "
+      "(SELECT count(*) FROM config_versions)");
+}
+
+TEST(Experiments, RefusedInputsLeaveTheDatabaseUnchanged) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  const std::string before = Counts(*l.db);
+  struct Case {
+    ExperimentIn in;
+    std::string message;
+  } cases[] = {
+      {{"", 0, {"nw=8", "li=5"}, 0, 0}, "single-variable rule"},
+      {{"", 0, {"nww=8"}, 0, 0}, "did you mean \"nw\""},
+      {{"", 0, {"nw=x"}, 0, 0}, "is not an integer"},
+      {{"", 0, {"nw=99"}, 0, 0}, "out of range"},
+      {{"", 0, {"nw=1"}, 0, 0}, "the baseline's value already"},
+      {{"", 0, {}, 0, 0}, "--vary: missing"},
+      {{"", 0, {"nw=8"}, 0, 1}, "--repeats: 1 runs per arm is out of range"},
+      {{"", 0, {"nw=8"}, 42, 0}, "hypothesis 42 not found"},
+      {{"", 999, {"nw=8"}, 0, 0}, "baseline 999 not found"},
+      {{"nope", 0, {"nw=8"}, 0, 0}, "workload \"nope\" not found"},
+  };
+  for (const auto& c : cases) {
+    auto r = st.CreateExperiment(c.in, "user:t");
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
+  }
+  EXPECT_EQ(Counts(*l.db), before);
+}
+
+TEST(Experiments, InterleavesControlAndVariantInAbbaBlocks) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  auto id = l.db->store().CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:t");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_EQ(l.db->Scalar("SELECT string_agg(left(arm, 1), '' ORDER BY idx) FROM runs WHERE "
+                         "experiment_id = " +
+                         std::to_string(*id)),
+            "cvvccvvc");
+  EXPECT_EQ(l.db->Scalar("SELECT DISTINCT launch->'argv'->>1 FROM runs WHERE arm = 'variant'"),
+            "8");
+}
+
+TEST(Experiments, ClearEffectIsImprovedConfirmedAndFreezesIntoV2) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto h = st.CreateHypothesis({"", 0, {"nw=8"}, "sps +10%", "data wait 40%", "starved"}, "user:a");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  auto id = st.CreateExperiment({"", 0, {}, *h, 3}, "user:a");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_TRUE(st.GetHypothesis(*h)->locked);
+  // a locked hypothesis cannot start another experiment, nor be edited
+  EXPECT_THAT(st.CreateExperiment({"", 0, {}, *h, 3}, "user:a").status().message(),
+              HasSubstr("is locked"));
+  EXPECT_THROW(l.db->Scalar("UPDATE hypotheses SET statement = 'x' RETURNING 1"), std::exception);
+  RunAll(st, l.agent, 100, 200);
+  auto e = st.GetExperiment(*id);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->state, "decided");
+  EXPECT_EQ(e->decision, "improved");
+  ASSERT_TRUE(e->verdict);
+  EXPECT_EQ(e->verdict->hypothesis, "confirmed");
+  EXPECT_NEAR(e->verdict->metrics[0].ratio, 2.0, 0.01);
+  EXPECT_EQ(e->agent, "n1");
+
+  auto f = st.FreezeExperiment(*id, false, "", "user:b");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->state, "frozen");
+  EXPECT_EQ(f->frozen_version, 2);
+  auto cfg = st.GetConfig("demo");
+  ASSERT_EQ(cfg->lineage.size(), 2u);
+  EXPECT_TRUE(cfg->lineage[1].current);
+  EXPECT_EQ(cfg->lineage[1].params.at("nw"), "8");
+  EXPECT_EQ(cfg->lineage[1].experiment_id, *id);
+  // the variant runs are v2's measured level: its baseline is complete with their summary
+  const int64_t b2 = std::stoll(l.db->Scalar("SELECT max(id) FROM baselines"));
+  auto b = st.GetBaseline(b2);
+  EXPECT_EQ(b->state, "completed");
+  EXPECT_EQ(b->config_version, 2);
+  EXPECT_EQ(b->runs_succeeded, 3);
+  EXPECT_NEAR(b->summaries[0].stats.median, 200, 1);
+  // freezing twice, or an experiment against the old config, is refused
+  EXPECT_THAT(st.FreezeExperiment(*id, false, "", "user:b").status().message(),
+              HasSubstr("already frozen as config v2"));
+  auto log = st.ListLog("demo", "");
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0].frozen, "v2");
+  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"expected\":\"sps +10%\""));
+  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"result\":\"confirmed\""));
+  EXPECT_EQ(st.ListLog("demo", "li")->size(), 0u);
+  EXPECT_EQ(st.ListLog("demo", "nw")->size(), 1u);
+  // the log and the audit trail are append-only
+  EXPECT_THROW(l.db->Scalar("UPDATE tuning_log SET actor = 'x' RETURNING 1"), std::exception);
+  EXPECT_THROW(l.db->Scalar("DELETE FROM audit_events RETURNING 1"), std::exception);
+}
+
+TEST(Experiments, NoEffectIsNotImprovedAndFreezeNeedsForceWithReason) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"li=5"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 100);
+  auto e = st.GetExperiment(*id);
+  EXPECT_NE(e->decision, "improved");
+  const std::string before = Counts(*l.db);
+  auto f = st.FreezeExperiment(*id, false, "", "user:b");
+  EXPECT_THAT(f.status().message(), HasSubstr("not improved"));
+  EXPECT_THAT(st.FreezeExperiment(*id, true, "", "user:b").status().message(),
+              HasSubstr("--reason: missing"));
+  EXPECT_EQ(Counts(*l.db), before);
+  auto forced = st.FreezeExperiment(*id, true, "needed by the release", "user:b");
+  ASSERT_TRUE(forced.ok()) << forced.status().message();
+  EXPECT_EQ(st.ListLog("demo", "")->at(0).frozen, "v2 (forced: needed by the release)");
+}
+
+TEST(Experiments, CrashedVariantVetoesImproved) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 200, /*crash_variant=*/true);
+  auto e = st.GetExperiment(*id);
+  EXPECT_EQ(e->decision, "regressed");
+  ASSERT_FALSE(e->verdict->reasons.empty());
+  EXPECT_THAT(e->verdict->reasons[0], HasSubstr("variant run(s) failed"));
+}
+
+TEST(Experiments, FreezeAgainstAnOldConfigIsRefused) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto a = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto b = st.CreateExperiment({"", 0, {"nw=4"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 200);
+  ASSERT_TRUE(st.FreezeExperiment(*a, false, "", "user:b").ok());
+  auto r = st.FreezeExperiment(*b, false, "", "user:b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("compared against config v1, but demo's current config is v2"));
+  // without --baseline, a new experiment now compares against v2's level
+  auto c = st.CreateExperiment({"", 0, {"nw=16"}, 0, 3}, "user:a");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(st.GetExperiment(*c)->config_version, 2);
+  EXPECT_EQ(st.GetExperiment(*c)->change.from.at("nw"), "8");
+}
+
+TEST(Experiments, CancelStopsQueuedRunsAndFlagsRunningOnes) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto claimed = st.ClaimRuns(l.agent, {}, 2);
+  ASSERT_EQ(claimed->size(), 2u);
+  auto c = st.CancelExperiment(*id, "user:a");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->state, "cancelled");
+  EXPECT_EQ(st.PendingCancels(l.agent)->size(), 2u);
+  EXPECT_EQ(l.db->Scalar("SELECT count(*) FROM runs WHERE experiment_id = " + std::to_string(*id) +
+                         " AND state = 'cancelled'"),
+            "4");
+  EXPECT_THAT(st.CancelExperiment(*id, "user:a").status().message(),
+              HasSubstr("only a running one"));
+}
+
+}  // namespace
+}  // namespace tunectl

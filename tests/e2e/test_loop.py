@@ -1,0 +1,119 @@
+"""End to end, the whole loop on the demo workload with the real binaries:
+baseline → hypothesis → experiment (--vary num_workers) → improved, confirmed → freeze → config v2
+→ tuning log; and a no-effect change (log_interval) that is never called improved."""
+import csv
+import io
+import json
+import os
+import unittest
+
+from cluster import SRC, Cluster
+
+DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
+
+
+class LoopE2E(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster()
+        cls.c.start_agent("node-1", slots=2)
+        cls.c.cli("workload", "apply", "-f", DEMO)
+        cls.baseline = json.loads(cls.c.cli("baseline", "create", "--wait", "-o", "json").stdout)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+
+    def test_loop(self):
+        c = self.c
+        self.assertEqual(self.baseline["state"], "completed")
+        h = json.loads(c.cli("hypothesis", "create", "--param", "num_workers=4",
+                             "--expect", "samples_per_s +10%",
+                             "--evidence", "data_wait_ms is most of step_time_ms",
+                             "--statement", "the data pipeline starves the trainer",
+                             "-o", "json").stdout)
+        self.assertEqual(h["baseline_id"], self.baseline["id"])
+        self.assertFalse(h["locked"])
+
+        p = c.cli("experiment", "run", "--hypothesis", str(h["id"]), "--wait", "-o", "json")
+        self.assertIn("runs done", p.stderr)
+        e = json.loads(p.stdout)
+        self.assertEqual(e["state"], "decided")
+        self.assertEqual(e["decision"], "improved", e)
+        self.assertEqual(e["hypothesis_result"], "confirmed", e)
+        self.assertEqual(e["change"]["to"], {"num_workers": "4"})
+        m = {x["metric"]: x for x in e["metrics"]}
+        self.assertGreater(m["samples_per_s"]["ci_low"], 1.10)
+        self.assertEqual(m["loss"]["guardrail"], "pass")
+        self.assertEqual(e["runs"]["done"], 2 * e["repeats"])
+        self.assertTrue(c.json("hypothesis", "show", str(h["id"]))["locked"])
+        # the interleaving is on record
+        runs = [r for r in c.json("run", "list") if r.get("arm")]
+        arms = "".join(r["arm"][0] for r in sorted(runs, key=lambda r: r["index"]))
+        self.assertTrue(arms.startswith("cvvc"), arms)
+
+        table = c.cli("experiment", "show", str(e["id"])).stdout
+        for word in ("METRIC", "CONTROL", "VARIANT", "95% CI", "samples_per_s", "improved"):
+            self.assertIn(word, table)
+
+        f = c.cli("experiment", "freeze", str(e["id"]))
+        self.assertIn("config v2", f.stdout)
+        cfg = c.json("config", "show", "demo")
+        self.assertEqual(cfg["version"], 2)
+        self.assertEqual(cfg["params"]["num_workers"], "4")
+        self.assertEqual([v["version"] for v in cfg["lineage"]], [1, 2])
+        self.assertEqual(cfg["lineage"][1]["experiment_id"], e["id"])
+        self.assertIn("--num-workers 4", c.cli("config", "export", "demo", "--format", "args").stdout)
+        self.assertIn("NUM_WORKERS=4", c.cli("config", "export", "demo", "--format", "env").stdout)
+        self.assertEqual(json.loads(c.cli("config", "export", "demo").stdout)["num_workers"], 4)
+
+        log = c.json("log")
+        self.assertEqual(len(log), 1)
+        entry = log[0]
+        self.assertEqual(entry["change"], "num_workers 1→4")
+        self.assertEqual(entry["hypothesis"]["expected"], "samples_per_s +10%")
+        self.assertEqual(entry["hypothesis"]["result"], "confirmed")
+        self.assertGreater(entry["primary"]["ratio"], 1.1)
+        self.assertEqual(entry["frozen"], "v2")
+        self.assertEqual(entry["decision"], "improved")
+        rows = list(csv.reader(io.StringIO(c.cli("log", "-o", "csv").stdout)))
+        self.assertEqual(rows[0][:4], ["experiment", "at", "workload", "change"])
+        self.assertEqual(len(rows), 2)
+
+        # no real effect: never a false "improved"
+        n = json.loads(c.cli("experiment", "run", "--vary", "log_interval=5", "--wait", "-o", "json").stdout)
+        self.assertIn(n["decision"], ("unchanged", "inconclusive"), n)
+        self.assertEqual(n["config_version"], 2)  # against the frozen config's level
+        p = c.cli("experiment", "freeze", str(n["id"]), check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--force --reason", p.stderr)
+        self.assertEqual(len(c.json("log", "--param", "log_interval")), 1)
+
+    def test_refusals_change_nothing(self):
+        c = self.c
+        before = c.cli("experiment", "list", "-o", "json").stdout
+        cases = [
+            (["--vary", "num_workers=8", "--vary", "prefetch_factor=4"], "single-variable rule"),
+            (["--vary", "num_wrkers=8"], 'did you mean "num_workers"'),
+            (["--vary", "num_workers=eight"], '"eight" is not an integer'),
+            (["--vary", "num_workers=99"], "out of range; allowed 0..64"),
+            (["--vary", "precision=fp16"], "allowed: fp32, bf16"),
+        ]
+        for args, expected in cases:
+            p = c.cli("experiment", "run", *args, check=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(expected, p.stderr)
+        self.assertEqual(c.cli("experiment", "list", "-o", "json").stdout, before)
+
+    def test_the_pitch_command_works_as_written(self):
+        p = self.c.cli("experiment", "run", "--vary", "num_workers=8")
+        eid = int(p.stdout.strip())
+        e = self.c.json("experiment", "show", str(eid))
+        self.assertEqual(e["change"]["to"], {"num_workers": "8"})
+        self.c.cli("experiment", "cancel", str(eid))
+        self.c.wait_for(lambda: self.c.json("experiment", "show", str(eid))["runs"]["active"] == 0,
+                        what="cancelled runs to stop")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
