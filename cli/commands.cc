@@ -37,6 +37,45 @@ int Emit(const CliOptions& o, std::ostream& out, std::ostream& err, const Resp& 
   return 0;
 }
 
+// Parses --timeout for --wait; 0 = no limit.
+Result<int64_t> WaitTimeout(const CliOptions& o) {
+  if (o.timeout.empty()) return int64_t{0};
+  auto t = ParseDurationMs(o.timeout);
+  if (!t.ok()) return Status::InvalidArgument("--timeout: " + t.status().message());
+  return *t;
+}
+
+// Polls every 500 ms until `poll` reports done, showing its progress line on stderr (redrawn in
+// place on a terminal, a new line per change otherwise). `poll(elapsed_s, &line)` returns true
+// when done. Returns 0, or the exit code of an error or of the --timeout.
+template <typename Poll>
+int WaitWithProgress(const CliOptions& o, std::ostream& err, int64_t timeout_ms,
+                     const std::string& what, Poll poll) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string last;
+  for (;;) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string line;
+    Result<bool> done = poll(elapsed, &line);
+    if (!done.ok()) return Fail(err, done.status());
+    if (o.interactive)
+      err << "\r\033[K" << line << std::flush;
+    else if (line.substr(0, line.find('[')) != last.substr(0, last.find('[')))
+      err << line << "\n";
+    last = line;
+    if (*done) break;
+    if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
+      if (o.interactive) err << "\n";
+      err << "error: --timeout " << o.timeout << " reached; " << what << " keeps running\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (o.interactive) err << "\n";
+  return 0;
+}
+
 int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.file.empty())
     return Fail(err,
@@ -93,12 +132,8 @@ int ShowBaseline(const v1::Baseline& b, const CliOptions& o, std::ostream& out, 
 
 int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
-  int64_t timeout_ms = 0;
-  if (!o.timeout.empty()) {
-    auto t = ParseDurationMs(o.timeout);
-    if (!t.ok()) return Fail(err, Status::InvalidArgument("--timeout: " + t.status().message()));
-    timeout_ms = *t;
-  }
+  auto timeout_ms = WaitTimeout(o);
+  if (!timeout_ms.ok()) return Fail(err, timeout_ms.status());
   if (o.workload.empty()) {
     auto all = c.ListWorkloads();
     if (!all.ok()) return Fail(err, all.status());
@@ -122,34 +157,20 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
       out << b->id() << "\n";
     return 0;
   }
-  const auto start = std::chrono::steady_clock::now();
-  std::string last;
   v1::Baseline cur = *b;
-  for (;;) {
-    auto now = c.GetBaseline(b->id());
-    if (!now.ok()) return Fail(err, now.status());
-    cur = *now;
-    auto runs = c.ListRuns(b->id(), 0);
-    if (!runs.ok()) return Fail(err, runs.status());
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string line = BaselineProgress(cur, *runs, elapsed);
-    if (o.interactive) {
-      err << "\r\033[K" << line << std::flush;
-    } else if (line.substr(0, line.find('[')) != last.substr(0, last.find('['))) {
-      err << line << "\n";
-    }
-    last = line;
-    if (cur.state() != "running") break;
-    if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
-      if (o.interactive) err << "\n";
-      err << "error: --timeout " << o.timeout << " reached; baseline " << b->id()
-          << " keeps running (tunectl baseline show " << b->id() << ")\n";
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  if (o.interactive) err << "\n";
+  const std::string what = "baseline " + std::to_string(b->id()) + " (tunectl baseline show " +
+                           std::to_string(b->id()) + ")";
+  int waited = WaitWithProgress(o, err, *timeout_ms, what,
+                                [&](double elapsed, std::string* line) -> Result<bool> {
+                                  auto now = c.GetBaseline(b->id());
+                                  if (!now.ok()) return now.status();
+                                  cur = *now;
+                                  auto runs = c.ListRuns(b->id(), 0);
+                                  if (!runs.ok()) return runs.status();
+                                  *line = BaselineProgress(cur, *runs, elapsed);
+                                  return cur.state() != "running";
+                                });
+  if (waited != 0) return waited;
   int rc = ShowBaseline(cur, o, out, err);
   if (rc == 0 && cur.state() == "failed") {
     err << "error: baseline " << cur.id()
@@ -248,12 +269,8 @@ int HypothesisList(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 
 int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
-  int64_t timeout_ms = 0;
-  if (!o.timeout.empty()) {
-    auto t = ParseDurationMs(o.timeout);
-    if (!t.ok()) return Fail(err, Status::InvalidArgument("--timeout: " + t.status().message()));
-    timeout_ms = *t;
-  }
+  auto timeout_ms = WaitTimeout(o);
+  if (!timeout_ms.ok()) return Fail(err, timeout_ms.status());
   v1::RunExperimentRequest req;
   req.set_workload(o.workload);
   req.set_baseline_id(o.baseline);
@@ -272,31 +289,18 @@ int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
       out << e->id() << "\n";
     return 0;
   }
-  const auto start = std::chrono::steady_clock::now();
-  std::string last;
   v1::Experiment cur = *e;
-  for (;;) {
-    auto now = c.GetExperiment(e->id());
-    if (!now.ok()) return Fail(err, now.status());
-    cur = *now;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string line = ExperimentProgress(cur, elapsed);
-    if (o.interactive)
-      err << "\r\033[K" << line << std::flush;
-    else if (line.substr(0, line.find('[')) != last.substr(0, last.find('[')))
-      err << line << "\n";
-    last = line;
-    if (cur.state() != "running") break;
-    if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
-      if (o.interactive) err << "\n";
-      err << "error: --timeout " << o.timeout << " reached; experiment " << e->id()
-          << " keeps running (tunectl experiment show " << e->id() << ")\n";
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  if (o.interactive) err << "\n";
+  const std::string what = "experiment " + std::to_string(e->id()) + " (tunectl experiment show " +
+                           std::to_string(e->id()) + ")";
+  int waited = WaitWithProgress(o, err, *timeout_ms, what,
+                                [&](double elapsed, std::string* line) -> Result<bool> {
+                                  auto now = c.GetExperiment(e->id());
+                                  if (!now.ok()) return now.status();
+                                  cur = *now;
+                                  *line = ExperimentProgress(cur, elapsed);
+                                  return cur.state() != "running";
+                                });
+  if (waited != 0) return waited;
   return ShowOne(cur, o, out, err, &ExperimentJson, &ExperimentDetail);
 }
 
