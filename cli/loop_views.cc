@@ -125,6 +125,10 @@ ojson ExperimentJson(const v1::Experiment& e) {
   j["metrics"] = ms;
   j["primary"] = e.primary();
   j["reasons"] = std::vector<std::string>(e.reasons().begin(), e.reasons().end());
+  j["pairs"] = e.pairs();
+  j["max_pairs"] = e.max_pairs();
+  j["drift"] = e.drift();
+  j["critical"] = e.critical();
   j["hypothesis_result"] = e.hypothesis_result();
   j["hypothesis_note"] = e.hypothesis_note();
   j["frozen_version"] = e.frozen_version();
@@ -158,6 +162,7 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& r) {
 
 Table VerdictTable(const v1::Experiment& e) {
   Table t{{"metric", "role", "control", "variant", "effect", "95% ci", "p", "decision"}, {}};
+  if (e.critical() > 0) t.headers[5] = "95% ci (seq)";
   for (const auto& m : e.metrics()) {
     std::string decision = m.decision();
     if (!m.guardrail().empty()) decision += " (guardrail " + m.guardrail() + ")";
@@ -178,7 +183,10 @@ std::string ExperimentDetail(const v1::Experiment& e) {
                     std::to_string(e.config_version()) + ")\n";
   out += "state:  " + e.state() + (e.decision().empty() ? "" : " — " + e.decision()) + "\n";
   out += "runs:   " + std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()) +
-         " succeeded (" + std::to_string(e.repeats()) + " per arm, interleaved ABBA)";
+         " succeeded, interleaved ABBA, at most " + std::to_string(e.repeats()) + " per arm";
+  if (e.pairs() > 0)
+    out += "; decided after " + std::to_string(e.pairs()) + " of " + std::to_string(e.max_pairs()) +
+           " pairs" + (e.pairs() < e.max_pairs() ? " (stopped early)" : "");
   if (e.runs_failed()) out += ", " + std::to_string(e.runs_failed()) + " failed";
   if (e.runs_active()) out += ", " + std::to_string(e.runs_active()) + " active";
   if (!e.agent().empty()) out += ", on " + e.agent();
@@ -195,7 +203,11 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     for (const auto& m : e.metrics())
       if (!m.note().empty()) out += "note: " + m.metric() + ": " + m.note() + "\n";
     for (const auto& r : e.reasons()) out += "why: " + r + "\n";
-    out += "effect = variant/control of the run medians (geometric), 95% CI by Welch on logs\n";
+    if (!e.drift().empty()) out += "drift: " + e.drift() + "\n";
+    out +=
+        "effect = variant/control of the run medians (geometric); CI by Welch on logs, widened "
+        "for interim looks (sequential boundary " +
+        FormatNumber(e.critical()) + "); p unadjusted\n";
   }
   if (e.state() == "frozen") {
     out += "\nfrozen as config v" + std::to_string(e.frozen_version()) + " by " + e.frozen_by() +

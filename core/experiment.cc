@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/sequential.h"
 #include "core/statistics.h"
 #include "core/stats.h"
 
@@ -174,64 +175,64 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
   }
   const bool positive = std::all_of(c.begin(), c.end(), [](double x) { return x > 0; }) &&
                         std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
-  Interval ci95, ci90;
+  // Work on a scale where 0 is "no change": logs of run values, or (values <= 0) the raw
+  // difference relative to the control mean.
+  WelchResult w;
+  double scale = 1, margin_unit = std::log1p(m.min_effect), tol_unit = std::log1p(m.tolerance);
   if (positive) {
     std::vector<double> lc, lv;
     for (double x : c) lc.push_back(std::log(x));
     for (double x : v) lv.push_back(std::log(x));
-    WelchResult w = Welch(lc, lv);
-    r.p_value = w.p;
-    r.ratio = std::exp(w.diff);
-    ci95 = WelchInterval(w, o.alpha);
-    ci90 = WelchInterval(w, 2 * o.alpha);
-    r.ci_low = std::exp(ci95.lo);
-    r.ci_high = std::exp(ci95.hi);
-    r.ci90_low = std::exp(ci90.lo);
-    r.ci90_high = std::exp(ci90.hi);
+    w = Welch(lc, lv);
   } else {
-    // Values at or below zero: compare means on the raw scale, relative to the control mean.
-    WelchResult w = Welch(c, v);
+    w = Welch(c, v);
     double base = 0;
     for (double x : c) base += x;
-    base /= static_cast<double>(c.size());
-    if (base == 0) base = 1;
-    r.p_value = w.p;
-    r.ratio = 1 + w.diff / std::fabs(base);
-    ci95 = WelchInterval(w, o.alpha);
-    ci90 = WelchInterval(w, 2 * o.alpha);
-    r.ci_low = 1 + ci95.lo / std::fabs(base);
-    r.ci_high = 1 + ci95.hi / std::fabs(base);
-    r.ci90_low = 1 + ci90.lo / std::fabs(base);
-    r.ci90_high = 1 + ci90.hi / std::fabs(base);
+    base = std::fabs(base / static_cast<double>(c.size()));
+    scale = base == 0 ? 1 : base;
+    margin_unit = m.min_effect;
+    tol_unit = m.tolerance;
     r.note = "values <= 0: compared on the raw scale";
   }
-  const double d = m.min_effect;
+  const double d = w.diff / scale, se = w.se / scale;
+  const double b = o.critical > 0 ? o.critical : StudentTQuantile(1 - o.alpha / 2, w.df);
+  const double b90 = StudentTQuantile(1 - o.alpha, w.df);
+  auto to_ratio = [&](double x) { return positive ? std::exp(x) : 1 + x; };
+  r.p_value = w.p;
+  r.ratio = to_ratio(d);
+  r.ci_low = to_ratio(d - b * se);
+  r.ci_high = to_ratio(d + b * se);
+  r.ci90_low = to_ratio(d - b90 * se);
+  r.ci90_high = to_ratio(d + b90 * se);
   const bool higher = m.better == Better::kHigher;
-  const bool up = r.ci_low > 1, down = r.ci_high < 1;
-  const bool big = std::fabs(r.ratio - 1) >= d;
-  if ((up || down) && big) {
-    r.decision = (up == higher) ? "improved" : "regressed";
-  } else if (r.ci90_low >= 1 - d && r.ci90_high <= 1 + d) {
+  const double dg = higher ? d : -d;  // > 0 = better
+  const double lo_g = dg - b * se, hi_g = dg + b * se;
+  if (lo_g >= o.margin * margin_unit && dg >= margin_unit) {
+    r.decision = "improved";
+  } else if (hi_g <= -o.margin * margin_unit && -dg >= margin_unit) {
+    r.decision = "regressed";
+  } else if (d - b * se >= -margin_unit && d + b * se <= margin_unit) {
     r.decision = "unchanged";
   } else {
     r.decision = "inconclusive";
-    if (up || down)
-      r.note = "a real change, smaller than the minimum effect " + FormatEffect(1 + d) + "";
+    if (lo_g > 0 || hi_g < 0)
+      r.note =
+          "a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
   }
   if (m.role == MetricRole::kGuardrail) {
-    // One-sided non-inferiority: the worsening's (1 - alpha) upper bound must stay within margin.
-    const double margin = m.tolerance > 0 ? m.tolerance : m.min_effect;
-    const double worst = higher ? 1 / r.ci90_low : r.ci90_high;  // worsening ratio, upper bound
-    const double least = higher ? 1 / r.ci90_high : r.ci90_low;  // worsening ratio, lower bound
-    if (worst < 1 + margin)
+    // Non-inferiority: the worsening's upper bound must stay within the tolerance
+    // (the minimum effect when no tolerance is set).
+    const double allowed = m.tolerance > 0 ? tol_unit : margin_unit;
+    const double worst = -dg + b * se, least = -dg - b * se;
+    if (worst < allowed)
       r.guardrail = "pass";
-    else if (least > 1 + margin)
+    else if (least > allowed)
       r.guardrail = "fail";
     else
       r.guardrail = "inconclusive";
     if (r.guardrail != "pass")
-      r.note =
-          "worse by up to " + FormatEffect(worst) + " (allowed " + FormatEffect(1 + margin) + ")";
+      r.note = "worse by up to " + FormatEffect(to_ratio(worst)) + " (allowed " +
+               FormatEffect(to_ratio(allowed)) + ")";
   }
   return r;
 }
@@ -241,6 +242,7 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
                        const std::optional<Expectation>& expectation, const VerdictOptions& o) {
   Verdict out;
+  out.critical = o.critical;
   static const std::vector<double> kEmpty;
   for (const auto& m : spec.metrics) {
     auto c = control.values.find(m.name), v = variant.values.find(m.name);
@@ -323,6 +325,27 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
   return out;
 }
 
+SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,
+                                  const ArmData& variant,
+                                  const std::optional<Expectation>& expectation,
+                                  const SequentialOptions& design, const VerdictOptions& opts) {
+  SequentialStep step;
+  const int k = std::min(control.runs, variant.runs);
+  VerdictOptions o = opts;
+  o.critical = Boundary(design, k);
+  step.verdict = ComputeVerdict(spec, control, variant, expectation, o);
+  step.verdict.pairs = k;
+  step.verdict.max_pairs = design.max_pairs;
+  if (k >= design.max_pairs) {
+    step.stop = true;
+  } else if (variant.failed_runs > 0) {
+    step.stop = true;  // a crashing variant is answer enough
+  } else if (k >= design.min_pairs) {
+    step.stop = step.verdict.decision != "inconclusive";
+  }
+  return step;
+}
+
 std::string ChangeToJson(const Change& c) {
   nlohmann::ordered_json j;
   j["from"] = c.from;
@@ -348,6 +371,10 @@ std::string VerdictToJson(const Verdict& v) {
   j["reasons"] = v.reasons;
   j["hypothesis"] = v.hypothesis;
   j["hypothesis_note"] = v.hypothesis_note;
+  j["pairs"] = v.pairs;
+  j["max_pairs"] = v.max_pairs;
+  j["critical"] = v.critical;
+  j["drift"] = v.drift;
   auto& ms = j["metrics"] = nlohmann::ordered_json::array();
   for (const auto& m : v.metrics) {
     ms.push_back({{"metric", m.metric},
@@ -380,6 +407,10 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
   v.reasons = j.value("reasons", std::vector<std::string>{});
   v.hypothesis = j.value("hypothesis", "");
   v.hypothesis_note = j.value("hypothesis_note", "");
+  v.pairs = j.value("pairs", 0);
+  v.max_pairs = j.value("max_pairs", 0);
+  v.critical = j.value("critical", 0.0);
+  v.drift = j.value("drift", "");
   for (const auto& m : j.value("metrics", nlohmann::json::array())) {
     MetricVerdict x;
     x.metric = m.value("metric", "");

@@ -65,16 +65,34 @@ struct Verdict {
   std::vector<std::string> reasons;    // why the overall decision differs from the primary's
   std::string hypothesis;              // confirmed | refuted | inconclusive | "" (no hypothesis)
   std::string hypothesis_note;
+  int pairs = 0;        // control/variant pairs compared (the look)
+  int max_pairs = 0;    // the run cap per arm
+  double critical = 0;  // critical value used for the CIs (0 = t quantile)
+  std::string drift;    // controls vs the recorded baseline, when they differ
 };
 
 struct VerdictOptions {
-  double alpha = 0.05;  // two-sided level of the effect CI; equivalence uses a 1-2·alpha CI
+  double alpha = 0.05;  // two-sided level of the decision CI
+  double critical = 0;  // critical value of the decision CI; 0 = Student t(1 - alpha/2, df)
+  double margin = 0.5;  // improved/regressed need the CI's near end past margin·min_effect
   int min_runs = 2;     // per side, below which a metric is inconclusive
 };
 
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
                        const std::optional<Expectation>& expectation,
                        const VerdictOptions& opts = VerdictOptions());
+
+// One step of the sequential design (see core/sequential.h): after each pair, decide or go on.
+struct SequentialStep {
+  bool stop = false;
+  Verdict verdict;  // at this look (critical value = the boundary b_k)
+};
+struct SequentialOptions;
+SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,
+                                  const ArmData& variant,
+                                  const std::optional<Expectation>& expectation,
+                                  const SequentialOptions& design,
+                                  const VerdictOptions& opts = VerdictOptions());
 
 // "+12.3%" style for a ratio.
 std::string FormatEffect(double ratio);

@@ -167,6 +167,10 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   if (!e.verdict) return;
   const Verdict& v = *e.verdict;
   out->set_primary(v.primary);
+  out->set_pairs(v.pairs);
+  out->set_max_pairs(v.max_pairs);
+  out->set_drift(v.drift);
+  out->set_critical(v.critical);
   for (const auto& r : v.reasons) out->add_reasons(r);
   out->set_hypothesis_result(v.hypothesis);
   out->set_hypothesis_note(v.hypothesis_note);

@@ -1,6 +1,8 @@
 // Store: hypotheses, experiments, their verdicts, freeze and the tuning log.
 #include <algorithm>
+#include <cmath>
 
+#include "core/sequential.h"
 #include "core/template.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
@@ -163,6 +165,22 @@ json MetricEntry(const MetricVerdict& m) {
           {"n_variant", m.n_variant}};
 }
 
+// Queues pair `pair` (0-based) of an experiment: ABBA order, so control goes first in even
+// pairs and second in odd ones, and drift hits both arms alike.
+void QueuePair(pqxx::work& w, int64_t experiment, int64_t workload, int64_t config, int pair,
+               const std::string params[2], const std::string launches[2],
+               const std::string& selector) {
+  const int first = pair % 2 == 0 ? 0 : 1;
+  int idx = 2 * pair;
+  for (int arm : {first, 1 - first}) {
+    w.exec_params0(
+        "INSERT INTO runs(workload_id, experiment_id, arm, config_id, idx, params, launch, "
+        "selector, state) VALUES ($1,$2,$3,$4,$5,$6::jsonb,$7::jsonb,$8::jsonb,'queued')",
+        workload, experiment, arm == 0 ? "control" : "variant", config, ++idx, params[arm],
+        launches[arm], selector);
+  }
+}
+
 }  // namespace
 
 namespace internal {
@@ -171,7 +189,8 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
   auto e = w.exec_params(
       "SELECT e.state, wl.spec::text, COALESCE(h.expect_text, ''), e.change::text, wl.id, "
       "e.baseline_id, COALESCE(e.hypothesis_id, 0), COALESCE(h.statement, ''), "
-      "COALESCE(h.evidence, ''), e.actor, wl.name, c.version "
+      "COALESCE(h.evidence, ''), e.actor, wl.name, c.version, e.repeats, e.min_pairs, "
+      "e.queued_pairs, e.control_config_id "
       "FROM experiments e JOIN workloads wl ON wl.id = e.workload_id "
       "JOIN config_versions c ON c.id = e.control_config_id "
       "LEFT JOIN hypotheses h ON h.id = e.hypothesis_id WHERE e.id = $1",
@@ -203,12 +222,66 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
       a.failures.push_back("run " + r[0].as<std::string>() + ": " + r[3].as<std::string>());
     }
   }
+  // NaN/Inf in a variant's guardrail metric (e.g. a diverged loss) counts as a failure.
+  for (const auto& r : w.exec_params(
+           "SELECT r.id, rs.metric, rs.nonfinite FROM runs r JOIN run_summaries rs ON rs.run_id = "
+           "r.id WHERE r.experiment_id = $1 AND r.arm = 'variant' AND r.state = 'succeeded' AND "
+           "rs.nonfinite > 0",
+           experiment_id)) {
+    const MetricSpec* m = spec->FindMetric(r[1].as<std::string>());
+    if (!m || m->role != MetricRole::kGuardrail) continue;
+    ++arms[1].failed_runs;
+    arms[1].failures.push_back("run " + r[0].as<std::string>() + ": " + r[2].as<std::string>() +
+                               " non-finite " + m->name + " value(s)");
+  }
   std::optional<Expectation> expect;
   if (const std::string t = e[0][2].as<std::string>(); !t.empty()) {
     auto x = ParseExpectation(*spec, t);
     if (x.ok()) expect = *x;
   }
-  Verdict v = ComputeVerdict(*spec, arms[0], arms[1], expect);
+  SequentialOptions design;
+  design.max_pairs = e[0][12].as<int>();
+  design.min_pairs = e[0][13].as<int>();
+  SequentialStep step = EvaluateSequential(*spec, arms[0], arms[1], expect, design);
+  const int queued = e[0][14].as<int>();
+  if (!step.stop && queued < design.max_pairs) {
+    // Undecided: one more interleaved pair, with the launches the experiment already uses.
+    std::string params[2], launches[2];
+    for (int arm = 0; arm < 2; ++arm) {
+      auto l = w.exec_params1(
+          "SELECT params::text, launch::text FROM runs WHERE experiment_id = $1 AND arm = $2 "
+          "ORDER BY id LIMIT 1",
+          experiment_id, arm == 0 ? "control" : "variant");
+      params[arm] = l[0].as<std::string>();
+      launches[arm] = l[1].as<std::string>();
+    }
+    const std::string selector =
+        w.exec_params1("SELECT selector::text FROM runs WHERE experiment_id = $1 LIMIT 1",
+                       experiment_id)[0]
+            .as<std::string>();
+    QueuePair(w, experiment_id, e[0][4].as<int64_t>(), e[0][15].as<int64_t>(), queued, params,
+              launches, selector);
+    w.exec_params0("UPDATE experiments SET queued_pairs = queued_pairs + 1 WHERE id = $1",
+                   experiment_id);
+    return;
+  }
+  Verdict v = step.verdict;
+  // Drift alarm: the interleaved controls against the baseline's recorded level.
+  if (!v.primary.empty()) {
+    auto base = w.exec_params(
+        "SELECT median FROM baseline_summaries WHERE baseline_id = $1 AND metric = $2",
+        e[0][5].as<int64_t>(), v.primary);
+    const MetricSpec* pm = spec->FindMetric(v.primary);
+    for (const auto& mv : v.metrics) {
+      if (mv.metric != v.primary || base.empty() || mv.n_control == 0 || !pm) continue;
+      const double level = base[0][0].as<double>();
+      const double moved = level != 0 ? mv.control_median / level : 1;
+      if (std::fabs(moved - 1) > pm->min_effect)
+        v.drift = "the interleaved controls differ from baseline " + e[0][5].as<std::string>() +
+                  " by " + FormatEffect(moved) +
+                  ": the cluster moved since the baseline; the verdict compares with the controls";
+    }
+  }
   const std::string verdict_json = VerdictToJson(v);
   w.exec_params0(
       "UPDATE experiments SET state = 'decided', decision = $2, verdict = $3::json, "
@@ -365,11 +438,13 @@ Result<int64_t> Store::CreateExperiment(const ExperimentIn& in, const std::strin
       return Status::InvalidArgument("--vary " + change->Describe() + " differs from hypothesis " +
                                      std::to_string(hyp->id) + " (" + hyp->change.Describe() +
                                      "); drop --vary or write a new hypothesis");
-    int repeats = in.repeats == 0 ? spec.run.repeats : in.repeats;
+    // --repeats is the cap per arm; the sequential design stops earlier when the answer is clear.
+    int repeats = in.repeats == 0 ? std::max(10, 2 * spec.run.repeats) : in.repeats;
     if (repeats < 2 || repeats > 500)
       return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +
                                      " runs per arm is out of range; allowed 2..500 (a verdict "
                                      "needs at least 2 runs on each side)");
+    const int min_pairs = std::min(4, repeats);
     ParamValues variant = b->params;
     for (const auto& [k, v] : change->to) variant[k] = v;
     auto control_launch = BindLaunch(spec, b->params);
@@ -379,28 +454,18 @@ Result<int64_t> Store::CreateExperiment(const ExperimentIn& in, const std::strin
     const int64_t id =
         w.exec_params1(
              "INSERT INTO experiments(workload_id, baseline_id, hypothesis_id, control_config_id, "
-             "change, variant_params, repeats, state, actor) VALUES "
-             "($1,$2,$3,$4,$5::json,$6::jsonb,"
-             "$7,'running',$8) RETURNING id",
+             "change, variant_params, repeats, min_pairs, queued_pairs, state, actor) VALUES "
+             "($1,$2,"
+             "$3,$4,$5::json,$6::jsonb,$7,$8,$8,'running',$9) RETURNING id",
              b->workload.id, b->id, hyp ? std::optional<int64_t>(hyp->id) : std::nullopt,
-             b->config_id, ChangeToJson(*change), MapToJson(variant), repeats, actor)[0]
+             b->config_id, ChangeToJson(*change), MapToJson(variant), repeats, min_pairs, actor)[0]
             .as<int64_t>();
-    const std::string selector = MapToJson(spec.run.selector);
     const std::string launches[2] = {LaunchJson(spec, *control_launch),
                                      LaunchJson(spec, *variant_launch)};
     const std::string params[2] = {MapToJson(b->params), MapToJson(variant)};
-    int idx = 0;
-    for (int pair = 0; pair < repeats; ++pair) {
-      // ABBA: control-variant, variant-control, … so that drift hits both arms alike.
-      const int first = pair % 2 == 0 ? 0 : 1;
-      for (int arm : {first, 1 - first}) {
-        w.exec_params0(
-            "INSERT INTO runs(workload_id, experiment_id, arm, config_id, idx, params, launch, "
-            "selector, state) VALUES ($1,$2,$3,$4,$5,$6::jsonb,$7::jsonb,$8::jsonb,'queued')",
-            b->workload.id, id, arm == 0 ? "control" : "variant", b->config_id, ++idx, params[arm],
-            launches[arm], selector);
-      }
-    }
+    for (int pair = 0; pair < min_pairs; ++pair)
+      QueuePair(w, id, b->workload.id, b->config_id, pair, params, launches,
+                MapToJson(spec.run.selector));
     if (hyp)
       w.exec_params0("UPDATE hypotheses SET locked_at = now(), experiment_id = $2 WHERE id = $1",
                      hyp->id, id);

@@ -1,6 +1,7 @@
 #include "server/store/store.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
@@ -722,10 +723,12 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
         mn = s.steady_stats.min;
         mx = s.steady_stats.max;
       }
+      int nonfinite = 0;
+      for (const auto& sv : values) nonfinite += std::isfinite(sv.value) ? 0 : 1;
       w.exec_params0(
-          "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max) "
-          "VALUES ($1,$2,$3,$4,$5,$6,$7)",
-          run_id, metric, s.samples, s.steady, med, mn, mx);
+          "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite) "
+          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+          run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
     if (baseline) MaybeCompleteBaseline(w, *baseline, actor);

@@ -47,7 +47,11 @@ class LoopE2E(unittest.TestCase):
         self.assertGreater(m["samples_per_s"]["ratio"], 1.10)
         self.assertGreater(m["samples_per_s"]["ci_low"], 1.0)
         self.assertEqual(m["loss"]["guardrail"], "pass")
-        self.assertEqual(e["runs"]["done"], 2 * e["repeats"])
+        # sequential: the clear effect stops the experiment before the cap
+        self.assertLess(e["pairs"], e["max_pairs"])
+        self.assertEqual(e["max_pairs"], e["repeats"])
+        self.assertEqual(e["runs"]["done"], 2 * e["pairs"])
+        self.assertEqual(e["runs"]["total"], 2 * e["pairs"])
         self.assertTrue(c.json("hypothesis", "show", str(h["id"]))["locked"])
         # the interleaving is on record
         runs = [r for r in c.json("run", "list") if r.get("arm")]
@@ -55,7 +59,8 @@ class LoopE2E(unittest.TestCase):
         self.assertTrue(arms.startswith("cvvc"), arms)
 
         table = c.cli("experiment", "show", str(e["id"])).stdout
-        for word in ("METRIC", "CONTROL", "VARIANT", "95% CI", "samples_per_s", "improved"):
+        for word in ("METRIC", "CONTROL", "VARIANT", "95% CI", "samples_per_s", "improved",
+                     "stopped early"):
             self.assertIn(word, table)
 
         f = c.cli("experiment", "freeze", str(e["id"]))

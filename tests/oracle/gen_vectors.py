@@ -42,29 +42,36 @@ for nx, ny, shift, sx, sy in [(5, 5, 0.0, 1, 1), (4, 7, 0.5, 1, 2), (10, 10, 2.0
     out["welch"].append({"x": x.tolist(), "y": y.tolist(), **w})
 
 
-def decide(c, v, min_effect, better, role, tolerance, alpha=0.05):
-    """tunectl's verdict rules (README: Validation), recomputed here with scipy."""
+def decide(c, v, min_effect, better, role, tolerance, alpha=0.05, margin=0.5):
+    """tunectl's verdict rules (README: Experiments and verdicts), recomputed here with scipy:
+    one CI d ± t(1-alpha/2, df)·se on logs; improved when its near end is past margin·δ and the
+    estimate is at least δ; unchanged when it lies within ±δ; guardrails non-inferior when the
+    worsening's upper bound stays within the tolerance."""
     lc, lv = np.log(c), np.log(v)
-    w95, w90 = welch(lc, lv, alpha), welch(lc, lv, 2 * alpha)
-    ratio = math.exp(w95["diff"])
-    lo, hi = math.exp(w95["lo"]), math.exp(w95["hi"])
-    lo90, hi90 = math.exp(w90["lo"]), math.exp(w90["hi"])
+    w = welch(lc, lv, alpha)
+    d, se, df = w["diff"], (w["hi"] - w["diff"]) / stats.t.ppf(1 - alpha / 2, w["df"]), w["df"]
+    b = stats.t.ppf(1 - alpha / 2, df)
+    m = math.log1p(min_effect)
     higher = better == "higher"
-    up, down, big = lo > 1, hi < 1, abs(ratio - 1) >= min_effect
-    if (up or down) and big:
-        decision = "improved" if up == higher else "regressed"
-    elif lo90 >= 1 - min_effect and hi90 <= 1 + min_effect:
+    dg = d if higher else -d
+    lo_g, hi_g = dg - b * se, dg + b * se
+    if lo_g >= margin * m and dg >= m:
+        decision = "improved"
+    elif hi_g <= -margin * m and -dg >= m:
+        decision = "regressed"
+    elif d - b * se >= -m and d + b * se <= m:
         decision = "unchanged"
     else:
         decision = "inconclusive"
     guard = ""
     if role == "guardrail":
-        margin = tolerance if tolerance > 0 else min_effect
-        worst = 1 / lo90 if higher else hi90
-        least = 1 / hi90 if higher else lo90
-        guard = "pass" if worst < 1 + margin else "fail" if least > 1 + margin else "inconclusive"
-    return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "ci90_low": lo90, "ci90_high": hi90,
-            "p": w95["p"], "decision": decision, "guardrail": guard}
+        allowed = math.log1p(tolerance) if tolerance > 0 else m
+        worst, least = -dg + b * se, -dg - b * se
+        guard = "pass" if worst < allowed else "fail" if least > allowed else "inconclusive"
+    b90 = stats.t.ppf(1 - alpha, df)
+    return {"ratio": math.exp(d), "ci_low": math.exp(d - b * se), "ci_high": math.exp(d + b * se),
+            "ci90_low": math.exp(d - b90 * se), "ci90_high": math.exp(d + b90 * se),
+            "p": w["p"], "decision": decision, "guardrail": guard}
 
 
 cases = [
@@ -75,6 +82,7 @@ cases = [
     ("noisy_inconclusive", 2400, 2500, 0.2, 4, 0.03, "higher", "primary", 0),
     ("lower_is_better_improved", 13.2, 5.8, 0.03, 5, 0.03, "lower", "observed", 0),
     ("small_real_change", 100, 101, 0.002, 10, 0.03, "higher", "primary", 0),
+    ("half_min_effect", 100, 101.5, 0.003, 10, 0.03, "higher", "primary", 0),
     ("guardrail_pass", 1.377, 1.378, 0.002, 5, 0.05, "lower", "guardrail", 0.01),
     ("guardrail_fail", 1.377, 1.50, 0.005, 5, 0.05, "lower", "guardrail", 0.01),
     ("guardrail_inconclusive", 1.377, 1.39, 0.03, 3, 0.05, "lower", "guardrail", 0.01),

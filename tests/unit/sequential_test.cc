@@ -1,0 +1,135 @@
+#include "core/sequential.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/experiment.h"
+#include "core/statistics.h"
+
+namespace tunectl {
+namespace {
+
+TEST(Sequential, BoundaryIsCalibratedDeterministicAndOBrienFlemingShaped) {
+  SequentialOptions o;  // 4..10 pairs, alpha 0.05
+  const double c = BoundaryConstant(o);
+  EXPECT_EQ(c, BoundaryConstant(o));  // seeded: the same every time
+  EXPECT_GT(c, 2.0);                  // above the fixed-sample z: several looks
+  EXPECT_LT(c, 3.0);
+  EXPECT_DOUBLE_EQ(Boundary(o, 10), c);
+  EXPECT_NEAR(Boundary(o, 4), c * std::sqrt(10.0 / 4), 1e-12);
+  EXPECT_GT(Boundary(o, 4), Boundary(o, 5));  // strict early, lenient late
+}
+
+// Simulates no-effect experiments (run values ~ N(0,1) plus drift in run order, ABBA) and
+// returns the fraction in which the boundary is crossed at some look.
+double CrossingRate(const SequentialOptions& o, int sims, double drift_per_run, uint64_t seed) {
+  SimRng rng(seed);
+  int crossed = 0;
+  for (int s = 0; s < sims; ++s) {
+    std::vector<double> x, y;
+    for (int k = 1; k <= o.max_pairs; ++k) {
+      const int t0 = 2 * (k - 1);
+      const bool control_first = (k - 1) % 2 == 0;
+      x.push_back(rng.Normal() + drift_per_run * (control_first ? t0 : t0 + 1));
+      y.push_back(rng.Normal() + drift_per_run * (control_first ? t0 + 1 : t0));
+      if (k < o.min_pairs) continue;
+      WelchResult w = Welch(x, y);
+      if (std::fabs(w.t) >= Boundary(o, k)) {
+        ++crossed;
+        break;
+      }
+    }
+  }
+  return static_cast<double>(crossed) / sims;
+}
+
+TEST(Sequential, FalsePositiveRateIsAlphaOverTenThousandNoEffectExperiments) {
+  SequentialOptions o;
+  const double fpr = CrossingRate(o, 10000, 0, 7);
+  EXPECT_NEAR(fpr, 0.05, 0.0065) << "fpr " << fpr;
+}
+
+TEST(Sequential, FalsePositiveRateHoldsWithDriftBetweenRuns) {
+  SequentialOptions o;
+  // a strong linear drift: 0.3 SD per run (6 SD over the experiment), cancelled by ABBA order
+  const double fpr = CrossingRate(o, 10000, 0.3, 11);
+  EXPECT_LE(fpr, 0.05 + 0.0065) << "fpr " << fpr;
+}
+
+TEST(Sequential, FalsePositiveRateHoldsForOtherCaps) {
+  SequentialOptions o;
+  o.min_pairs = 3;
+  o.max_pairs = 20;
+  EXPECT_NEAR(CrossingRate(o, 10000, 0, 13), 0.05, 0.0065);
+}
+
+WorkloadSpec OneMetric() {
+  WorkloadSpec s;
+  s.name = "w";
+  MetricSpec m;
+  m.name = "sps";
+  m.pattern = "(x)";
+  m.role = MetricRole::kPrimary;
+  m.min_effect = 0.03;
+  s.metrics = {m};
+  return s;
+}
+
+TEST(Sequential, ClearEffectStopsAtTheFirstLook) {
+  WorkloadSpec s = OneMetric();
+  SequentialOptions o;
+  ArmData c, v;
+  SimRng rng(3);
+  for (int i = 0; i < 4; ++i) {
+    c.values["sps"].push_back(100 * std::exp(0.01 * rng.Normal()));
+    v.values["sps"].push_back(200 * std::exp(0.01 * rng.Normal()));
+  }
+  c.runs = v.runs = 4;
+  SequentialStep st = EvaluateSequential(s, c, v, std::nullopt, o);
+  EXPECT_TRUE(st.stop);
+  EXPECT_EQ(st.verdict.decision, "improved");
+  EXPECT_EQ(st.verdict.pairs, 4);
+}
+
+TEST(Sequential, NoiseContinuesUntilTheCapThenIsInconclusive) {
+  WorkloadSpec s = OneMetric();
+  SequentialOptions o;
+  ArmData c, v;
+  SimRng rng(5);
+  SequentialStep st;
+  for (int k = 1; k <= o.max_pairs; ++k) {
+    c.values["sps"].push_back(100 * std::exp(0.2 * rng.Normal()));
+    v.values["sps"].push_back(100 * std::exp(0.2 * rng.Normal()));
+    c.runs = v.runs = k;
+    st = EvaluateSequential(s, c, v, std::nullopt, o);
+    if (k < o.max_pairs) {
+      EXPECT_FALSE(st.stop) << "look " << k;
+    }
+  }
+  EXPECT_TRUE(st.stop);
+  EXPECT_EQ(st.verdict.decision, "inconclusive");
+}
+
+TEST(Sequential, DecisionsAtZeroEffectAreRarerThanAlpha) {
+  WorkloadSpec s = OneMetric();
+  SequentialOptions o;
+  SimRng rng(17);
+  int calls = 0, sims = 4000;
+  for (int i = 0; i < sims; ++i) {
+    ArmData c, v;
+    for (int k = 1; k <= o.max_pairs; ++k) {
+      c.values["sps"].push_back(100 * std::exp(0.02 * rng.Normal()));
+      v.values["sps"].push_back(100 * std::exp(0.02 * rng.Normal()));
+      c.runs = v.runs = k;
+      SequentialStep st = EvaluateSequential(s, c, v, std::nullopt, o);
+      if (!st.stop) continue;
+      calls += st.verdict.decision == "improved" || st.verdict.decision == "regressed";
+      break;
+    }
+  }
+  EXPECT_LE(static_cast<double>(calls) / sims, 0.05);
+}
+
+}  // namespace
+}  // namespace tunectl
