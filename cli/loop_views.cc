@@ -120,6 +120,9 @@ ojson ExperimentJson(const v1::Experiment& e) {
     x["decision"] = m.decision();
     x["guardrail"] = m.guardrail();
     x["note"] = m.note();
+    x["mw_p"] = m.mw_p();
+    x["boot_low"] = m.boot_low();
+    x["boot_high"] = m.boot_high();
     ms.push_back(x);
   }
   j["metrics"] = ms;
@@ -200,8 +203,13 @@ std::string ExperimentDetail(const v1::Experiment& e) {
            "\n";
   if (e.metrics_size()) {
     out += "\n" + RenderTable(VerdictTable(e)) + "\n";
-    for (const auto& m : e.metrics())
+    for (const auto& m : e.metrics()) {
       if (!m.note().empty()) out += "note: " + m.metric() + ": " + m.note() + "\n";
+      if (m.boot_high() > 0)
+        out += "cross-check: " + m.metric() + " bootstrap CI of the median ratio " +
+               FormatCi(m.boot_low(), m.boot_high()) + ", Mann-Whitney p " + FormatP(m.mw_p()) +
+               "\n";
+    }
     for (const auto& r : e.reasons()) out += "why: " + r + "\n";
     if (!e.drift().empty()) out += "drift: " + e.drift() + "\n";
     out +=

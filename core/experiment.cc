@@ -199,6 +199,12 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
   const double b90 = StudentTQuantile(1 - o.alpha, w.df);
   auto to_ratio = [&](double x) { return positive ? std::exp(x) : 1 + x; };
   r.p_value = w.p;
+  r.mw_p = MannWhitney(c, v).p;
+  if (r.n_control >= 10 && r.n_variant >= 10 && positive) {
+    Interval boot = BootstrapRatioOfMediansBca(c, v, 0.05, 4000, 1);
+    r.boot_low = boot.lo;
+    r.boot_high = boot.hi;
+  }
   r.ratio = to_ratio(d);
   r.ci_low = to_ratio(d - b * se);
   r.ci_high = to_ratio(d + b * se);
@@ -391,6 +397,9 @@ std::string VerdictToJson(const Verdict& v) {
                   {"ci90_low", m.ci90_low},
                   {"ci90_high", m.ci90_high},
                   {"p_value", m.p_value},
+                  {"mw_p", m.mw_p},
+                  {"boot_low", m.boot_low},
+                  {"boot_high", m.boot_high},
                   {"decision", m.decision},
                   {"guardrail", m.guardrail},
                   {"note", m.note}});
@@ -427,6 +436,9 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
     x.ci90_low = m.value("ci90_low", 1.0);
     x.ci90_high = m.value("ci90_high", 1.0);
     x.p_value = m.value("p_value", 1.0);
+    x.mw_p = m.value("mw_p", 1.0);
+    x.boot_low = m.value("boot_low", 0.0);
+    x.boot_high = m.value("boot_high", 0.0);
     x.decision = m.value("decision", "");
     x.guardrail = m.value("guardrail", "");
     x.note = m.value("note", "");

@@ -53,8 +53,11 @@ struct MetricVerdict {
   double ci_low = 1, ci_high = 1;  // 95 % CI of the ratio (Welch on logs)
   double ci90_low = 1, ci90_high = 1;
   double p_value = 1;
-  std::string decision;   // improved | regressed | unchanged | inconclusive
-  std::string guardrail;  // guardrails only: pass | fail | inconclusive
+  double mw_p = 1;                     // Mann–Whitney U p-value (cross-check, unadjusted)
+  double boot_low = 0, boot_high = 0;  // BCa bootstrap 95 % CI of the ratio of medians
+                                       // (once both sides have >= 10 runs; else 0)
+  std::string decision;                // improved | regressed | unchanged | inconclusive
+  std::string guardrail;               // guardrails only: pass | fail | inconclusive
   std::string note;
 };
 

@@ -1,5 +1,6 @@
 #include "core/statistics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -123,6 +124,157 @@ Interval WelchInterval(const WelchResult& w, double alpha) {
   if (w.se == 0) return {w.diff, w.diff};
   const double q = StudentTQuantile(1 - alpha / 2, w.df);
   return {w.diff - q * w.se, w.diff + q * w.se};
+}
+
+MannWhitneyResult MannWhitney(const std::vector<double>& x, const std::vector<double>& y) {
+  MannWhitneyResult r;
+  const size_t n1 = x.size(), n2 = y.size();
+  if (n1 == 0 || n2 == 0) return r;
+  // Ranks of the pooled sample (average ranks for ties) and the tie term.
+  std::vector<std::pair<double, int>> all;
+  for (double v : x) all.push_back({v, 0});
+  for (double v : y) all.push_back({v, 1});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const double n = static_cast<double>(n1 + n2);
+  double rank_x = 0, tie_term = 0;
+  bool ties = false;
+  for (size_t i = 0; i < all.size();) {
+    size_t j = i;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
+    const double t = static_cast<double>(j - i), avg = (static_cast<double>(i + j) + 1) / 2;
+    if (t > 1) ties = true;
+    tie_term += t * t * t - t;
+    for (size_t k = i; k < j; ++k)
+      if (all[k].second == 0) rank_x += avg;
+    i = j;
+  }
+  const double d1 = static_cast<double>(n1), d2 = static_cast<double>(n2);
+  r.u = rank_x - d1 * (d1 + 1) / 2;
+  const double u_max = std::max(r.u, d1 * d2 - r.u);
+  if ((n1 <= 8 || n2 <= 8) && !ties) {
+    // Exact null distribution of U: the coefficients of the Gaussian binomial
+    // [n1+n2 choose n1]_q = prod_{i=1..n1} (1 - q^(n2+i)) / (1 - q^i).
+    const size_t a = n1, b = n2, size = a * b + 1;
+    std::vector<long double> coef(size, 0);
+    coef[0] = 1;
+    for (size_t i = 1; i <= a; ++i) {
+      for (size_t u = size; u-- > b + i;) coef[u] -= coef[u - (b + i)];
+      for (size_t u = i; u < size; ++u) coef[u] += coef[u - i];
+    }
+    long double total = 0, tail = 0;
+    for (size_t u = 0; u < size; ++u) {
+      total += coef[u];
+      if (static_cast<double>(u) >= u_max - 1e-9) tail += coef[u];
+    }
+    r.exact = true;
+    r.p = std::min(1.0, static_cast<double>(2 * tail / total));
+    return r;
+  }
+  const double mu = d1 * d2 / 2;
+  const double sigma = std::sqrt(d1 * d2 / 12 * ((n + 1) - tie_term / (n * (n - 1))));
+  if (sigma == 0) return r;
+  const double z = (u_max - mu - 0.5) / sigma;
+  r.p = std::min(1.0, 2 * (1 - NormalCdf(z)));
+  return r;
+}
+
+std::vector<double> HolmAdjust(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  for (size_t i = 0; i < m; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(m);
+  double running = 0;
+  for (size_t k = 0; k < m; ++k) {
+    running = std::max(running, std::min(1.0, static_cast<double>(m - k) * p[order[k]]));
+    out[order[k]] = running;
+  }
+  return out;
+}
+
+std::vector<double> BenjaminiHochbergAdjust(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  for (size_t i = 0; i < m; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(m);
+  double running = 1;
+  for (size_t k = m; k-- > 0;) {
+    running = std::min(
+        running, std::min(1.0, static_cast<double>(m) / static_cast<double>(k + 1) * p[order[k]]));
+    out[order[k]] = running;
+  }
+  return out;
+}
+
+namespace {
+
+double MedianOf(std::vector<double> v) {
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2) return hi;
+  return (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
+}  // namespace
+
+Interval BootstrapRatioOfMediansBca(const std::vector<double>& x, const std::vector<double>& y,
+                                    double alpha, int resamples, uint64_t seed) {
+  if (x.size() < 2 || y.size() < 2) return {};
+  const double theta = std::log(MedianOf(y) / MedianOf(x));
+  uint64_t s = seed ? seed : 1;
+  auto next = [&]() {  // xorshift64*
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 2685821657736338717ULL;
+  };
+  std::vector<double> stats(static_cast<size_t>(resamples));
+  std::vector<double> bx(x.size()), by(y.size());
+  int below = 0;
+  for (int b = 0; b < resamples; ++b) {
+    for (auto& v : bx) v = x[next() % x.size()];
+    for (auto& v : by) v = y[next() % y.size()];
+    const double t = std::log(MedianOf(by) / MedianOf(bx));
+    stats[static_cast<size_t>(b)] = t;
+    below += t < theta;
+  }
+  // Acceleration from the jackknife over both samples.
+  std::vector<double> jack;
+  for (size_t i = 0; i < x.size(); ++i) {
+    std::vector<double> xi = x;
+    xi.erase(xi.begin() + static_cast<std::ptrdiff_t>(i));
+    jack.push_back(std::log(MedianOf(y) / MedianOf(xi)));
+  }
+  for (size_t i = 0; i < y.size(); ++i) {
+    std::vector<double> yi = y;
+    yi.erase(yi.begin() + static_cast<std::ptrdiff_t>(i));
+    jack.push_back(std::log(MedianOf(yi) / MedianOf(x)));
+  }
+  double mean = 0;
+  for (double j : jack) mean += j;
+  mean /= static_cast<double>(jack.size());
+  double num = 0, den = 0;
+  for (double j : jack) {
+    num += std::pow(mean - j, 3);
+    den += std::pow(mean - j, 2);
+  }
+  const double a = den > 0 ? num / (6 * std::pow(den, 1.5)) : 0;
+  const double z0 =
+      NormalQuantile(std::clamp(static_cast<double>(below) / resamples, 1e-6, 1 - 1e-6));
+  auto level = [&](double q) {
+    const double z = NormalQuantile(q);
+    return NormalCdf(z0 + (z0 + z) / (1 - a * (z0 + z)));
+  };
+  std::sort(stats.begin(), stats.end());
+  auto pick = [&](double q) {
+    const double pos = std::clamp(q, 0.0, 1.0) * (resamples - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, stats.size() - 1);
+    return std::exp(stats[lo] + (pos - static_cast<double>(lo)) * (stats[hi] - stats[lo]));
+  };
+  return {pick(level(alpha / 2)), pick(level(1 - alpha / 2))};
 }
 
 }  // namespace tunectl

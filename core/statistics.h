@@ -1,6 +1,7 @@
 // Distributions and two-sample comparisons used by validation. Pure, deterministic functions.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace tunectl {
@@ -25,10 +26,28 @@ struct WelchResult {
 // Welch's unequal-variance t test of y against x.
 WelchResult Welch(const std::vector<double>& x, const std::vector<double>& y);
 
+struct MannWhitneyResult {
+  double u = 0;  // U of the first sample (x)
+  double p = 1;  // two-sided
+  bool exact = false;
+};
+// Mann–Whitney U test (scipy's method="auto": exact when either n <= 8 and no ties, else the
+// normal approximation with tie correction and continuity correction).
+MannWhitneyResult MannWhitney(const std::vector<double>& x, const std::vector<double>& y);
+
+// Adjusted p-values in the input order: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
+std::vector<double> HolmAdjust(const std::vector<double>& p);
+std::vector<double> BenjaminiHochbergAdjust(const std::vector<double>& p);
+
 // Two-sided (1 - alpha) confidence interval of mean(y) - mean(x) from a Welch result.
 struct Interval {
   double lo = 0, hi = 0;
 };
 Interval WelchInterval(const WelchResult& w, double alpha);
+
+// BCa bootstrap (1 - alpha) interval of median(y) / median(x), resampling each side
+// independently `resamples` times with a seeded generator: reproducible.
+Interval BootstrapRatioOfMediansBca(const std::vector<double>& x, const std::vector<double>& y,
+                                    double alpha, int resamples = 4000, uint64_t seed = 1);
 
 }  // namespace tunectl

@@ -193,6 +193,9 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
     p->set_decision(m.decision);
     p->set_guardrail(m.guardrail);
     p->set_note(m.note);
+    p->set_mw_p(m.mw_p);
+    p->set_boot_low(m.boot_low);
+    p->set_boot_high(m.boot_high);
   }
 }
 

@@ -13,7 +13,7 @@ from scipy import stats
 
 rng = np.random.default_rng(20261202)
 out = {"scipy_version": scipy.__version__, "t_cdf": [], "t_quantile": [], "welch": [],
-       "verdict": []}
+       "verdict": [], "mannwhitney": [], "adjust": [], "bootstrap": []}
 
 for df in [1, 2, 3.5, 5, 9.7, 30, 200]:
     for t in [-6, -2.5, -1, -0.1, 0, 0.3, 1.7, 3, 12]:
@@ -93,5 +93,52 @@ for name, lc, lv, cv, n, me, better, role, tol in cases:
     out["verdict"].append({"name": name, "control": c.tolist(), "variant": v.tolist(),
                            "min_effect": me, "better": better, "role": role, "tolerance": tol,
                            **decide(c, v, me, better, role, tol)})
+
+# Mann–Whitney U: scipy's method="auto" (exact for n <= 8 without ties, else asymptotic).
+for nx, ny, shift, ties in [(4, 5, 0.0, False), (6, 6, 1.0, False), (8, 7, -0.7, False),
+                            (3, 8, 2.0, False), (10, 12, 0.4, False), (9, 9, 0.0, True),
+                            (20, 15, 0.8, False), (5, 5, 0.3, True)]:
+    x = rng.normal(0, 1, nx)
+    y = rng.normal(shift, 1, ny)
+    if ties:
+        x, y = np.round(x, 0), np.round(y, 0)
+    r = stats.mannwhitneyu(x, y, alternative="two-sided", method="auto")
+    out["mannwhitney"].append({"x": x.tolist(), "y": y.tolist(), "u": float(r.statistic),
+                               "p": float(r.pvalue)})
+
+
+def holm(p):
+    p = np.asarray(p)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adj = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * p[order]))
+    out_ = np.empty(m)
+    out_[order] = adj
+    return out_
+
+
+def bh(p):
+    p = np.asarray(p)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adj = np.minimum.accumulate((np.minimum(1, m / np.arange(1, m + 1) * p[order]))[::-1])[::-1]
+    out_ = np.empty(m)
+    out_[order] = adj
+    return out_
+
+
+for p in [[0.01, 0.04, 0.03, 0.005], [0.2, 0.001, 0.05, 0.049, 0.8, 0.011], [0.5], [0.03, 0.03, 0.04]]:
+    out["adjust"].append({"p": p, "holm": holm(p).tolist(), "bh": bh(p).tolist()})
+
+# BCa bootstrap of the ratio of medians (scipy.stats.bootstrap, independent resampling).
+for n, ratio, cv in [(10, 1.2, 0.05), (12, 1.0, 0.03), (15, 0.9, 0.1)]:
+    x = 100 * np.exp(rng.normal(0, cv, n))
+    y = 100 * ratio * np.exp(rng.normal(0, cv, n))
+    res = stats.bootstrap((x, y), lambda a, b: np.median(b) / np.median(a), vectorized=False,
+                          paired=False, n_resamples=20000, method="BCa", confidence_level=0.95,
+                          random_state=np.random.default_rng(1))
+    out["bootstrap"].append({"x": x.tolist(), "y": y.tolist(),
+                             "low": float(res.confidence_interval.low),
+                             "high": float(res.confidence_interval.high)})
 
 print(json.dumps(out, indent=1))
