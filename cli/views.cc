@@ -174,7 +174,10 @@ ojson RunJson(const v1::Run& r) {
                   {"steady", m.steady()},
                   {"median", m.median()},
                   {"min", m.min()},
-                  {"max", m.max()}});
+                  {"max", m.max()},
+                  {"usable", m.usable()},
+                  {"detected_warmup", m.detected_warmup()},
+                  {"warnings", m.warnings()}});
   j["metrics"] = ms;
   j["stderr_tail"] = r.stderr_tail();
   j["created_at"] = r.created_at();
@@ -217,12 +220,13 @@ std::string RunDetail(const v1::Run& r) {
          (r.finished_at().empty() ? "" : ", finished " + r.finished_at()) + "\n";
   out += "samples: " + std::to_string(r.samples()) + "\n";
   if (r.metrics_size()) {
-    Table t{{"metric", "samples", "steady", "median", "min", "max"}, {}};
+    Table t{{"metric", "samples", "warm-up", "steady", "median", "min", "max", "health"}, {}};
     for (const auto& m : r.metrics())
-      t.rows.push_back({m.metric(), std::to_string(m.samples()), std::to_string(m.steady()),
-                        m.steady() ? FormatNumber(m.median()) : "-",
-                        m.steady() ? FormatNumber(m.min()) : "-",
-                        m.steady() ? FormatNumber(m.max()) : "-"});
+      t.rows.push_back(
+          {m.metric(), std::to_string(m.samples()), std::to_string(m.samples() - m.steady()),
+           std::to_string(m.steady()), m.steady() ? FormatNumber(m.median()) : "-",
+           m.steady() ? FormatNumber(m.min()) : "-", m.steady() ? FormatNumber(m.max()) : "-",
+           m.warnings().empty() ? "ok" : m.warnings()});
     out += "\n" + RenderTable(t);
   }
   if (!r.stderr_tail().empty()) out += "\nstderr (last lines):\n" + r.stderr_tail();

@@ -265,6 +265,8 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
   out.primary = primary ? primary->metric : "";
   out.decision = primary ? primary->decision : "inconclusive";
 
+  for (const auto* arm : {&control, &variant})
+    for (const auto& x : arm->excluded) out.reasons.push_back("not compared: " + x);
   if (variant.failed_runs > 0) {
     out.reasons.push_back(std::to_string(variant.failed_runs) +
                           " variant run(s) failed: " + Join(variant.failures, "; "));

@@ -43,6 +43,7 @@ struct ArmData {
   int runs = 0;                       // runs that finished
   int failed_runs = 0;                // failed / lost runs (crash, OOM, non-zero exit)
   std::vector<std::string> failures;  // "run 12: exit 1 (CUDA out of memory)"
+  std::vector<std::string> excluded;  // runs not compared (no steady state, slowdown)
 };
 
 struct MetricVerdict {

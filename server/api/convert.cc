@@ -86,6 +86,9 @@ void ToProto(const RunRow& r, v1::Run* out) {
     pm->set_median(m.median.value_or(0));
     pm->set_min(m.min.value_or(0));
     pm->set_max(m.max.value_or(0));
+    pm->set_usable(m.usable);
+    pm->set_detected_warmup(m.detected_warmup);
+    pm->set_warnings(m.warnings);
   }
 }
 

@@ -212,10 +212,20 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
     const std::string state = r[2].as<std::string>();
     if (state == "succeeded") {
       ++a.runs;
-      for (const auto& s : w.exec_params(
-               "SELECT metric, median FROM run_summaries WHERE run_id = $1 AND median IS NOT NULL",
-               r[0].as<int64_t>()))
-        a.values[s[0].as<std::string>()].push_back(s[1].as<double>());
+      auto sums = w.exec_params(
+          "SELECT metric, median, usable, warnings FROM run_summaries WHERE run_id = $1 AND "
+          "median IS NOT NULL",
+          r[0].as<int64_t>());
+      bool compared = true;
+      for (const auto& s : sums) {
+        const MetricSpec* m = spec->FindMetric(s[0].as<std::string>());
+        if (m && m->role == MetricRole::kPrimary && !s[2].as<bool>()) {
+          compared = false;  // no steady state or a slowdown: marked, not compared
+          a.excluded.push_back("run " + r[0].as<std::string>() + ": " + s[3].as<std::string>());
+        }
+      }
+      if (compared)
+        for (const auto& s : sums) a.values[s[0].as<std::string>()].push_back(s[1].as<double>());
     } else if (state == "failed" || state == "lost") {
       ++a.runs;
       ++a.failed_runs;

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/changepoint.h"
 #include "core/template.h"
 #include "server/store/store_internal.h"
 
@@ -45,7 +46,11 @@ std::string LaunchJson(const WorkloadSpec& spec, const Launch& l) {
   j["files"] = l.files;
   json metrics = json::array();
   for (const auto& m : spec.metrics)
-    metrics.push_back({{"name", m.name}, {"pattern", m.pattern}, {"json", m.json_key}});
+    metrics.push_back({{"name", m.name},
+                       {"pattern", m.pattern},
+                       {"json", m.json_key},
+                       {"better", BetterName(m.better)},
+                       {"role", RoleName(m.role)}});
   j["metrics"] = metrics;
   j["timeout_ms"] = spec.run.timeout_ms;
   j["warmup_steps"] = spec.run.warmup_steps;
@@ -144,13 +149,18 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
   auto spec = ParseWorkloadSpec(b[0][1].as<std::string>());
   w.exec_params0("DELETE FROM baseline_summaries WHERE baseline_id = $1", baseline_id);
   json detail = {{"succeeded", succeeded}, {"runs", active[2].as<int>()}};
+  std::string primary;
+  if (spec.ok())
+    for (const auto& m : spec->metrics)
+      if (m.role == MetricRole::kPrimary) primary = m.name;
   if (spec.ok()) {
     for (const auto& m : spec->metrics) {
       auto rows = w.exec_params(
           "SELECT rs.median FROM run_summaries rs JOIN runs r ON r.id = rs.run_id "
           "WHERE r.baseline_id = $1 AND r.state = 'succeeded' AND rs.metric = $2 "
-          "AND rs.median IS NOT NULL",
-          baseline_id, m.name);
+          "AND rs.median IS NOT NULL AND NOT EXISTS (SELECT 1 FROM run_summaries p WHERE "
+          "p.run_id = r.id AND p.metric = $3 AND NOT p.usable)",
+          baseline_id, m.name, primary);
       std::vector<double> medians;
       for (const auto& row : rows) medians.push_back(row[0].as<double>());
       Descriptive d = Describe(medians);
@@ -468,7 +478,8 @@ Result<RunRow> Store::GetRun(int64_t id) {
     if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
     RunRow x = RunFromRow(r[0]);
     auto m = w.exec_params(
-        "SELECT metric, samples, steady, median, min, max FROM run_summaries WHERE run_id = $1 "
+        "SELECT metric, samples, steady, median, min, max, usable, detected_warmup, warnings "
+        "FROM run_summaries WHERE run_id = $1 "
         "ORDER BY metric",
         id);
     for (const auto& row : m) {
@@ -479,6 +490,9 @@ Result<RunRow> Store::GetRun(int64_t id) {
       if (!row[3].is_null()) rm.median = row[3].as<double>();
       if (!row[4].is_null()) rm.min = row[4].as<double>();
       if (!row[5].is_null()) rm.max = row[5].as<double>();
+      rm.usable = row[6].as<bool>();
+      rm.detected_warmup = row[7].as<int>();
+      rm.warnings = row[8].as<std::string>();
       x.metrics.push_back(rm);
     }
     return x;
@@ -715,20 +729,28 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
                    {"exit_code", res.exit_code},
                    {"signal", res.signal},
                    {"reason", reason}};
+    std::map<std::string, Better> better;
+    for (const auto& m : launch["metrics"])
+      better[m["name"].get<std::string>()] =
+          m.value("better", std::string("higher")) == "lower" ? Better::kLower : Better::kHigher;
     for (const auto& [metric, values] : series) {
-      RunMetricSummary s = SummarizeRunMetric(values, warmup);
+      SteadyState s = AnalyzeRun(values, warmup, better[metric]);
       std::optional<double> med, mn, mx;
-      if (s.steady_stats.n > 0) {
-        med = s.steady_stats.median;
-        mn = s.steady_stats.min;
-        mx = s.steady_stats.max;
+      if (s.stats.n > 0) {
+        med = s.stats.median;
+        mn = s.stats.min;
+        mx = s.stats.max;
       }
       int nonfinite = 0;
       for (const auto& sv : values) nonfinite += std::isfinite(sv.value) ? 0 : 1;
+      std::string warnings;
+      for (const auto& x : s.warnings) warnings += (warnings.empty() ? "" : "; ") + x;
       w.exec_params0(
-          "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite) "
-          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
-          run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite);
+          "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
+          "usable, detected_warmup, mad, lag1, warnings) "
+          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+          run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite, s.usable(),
+          s.detected_warmup, s.mad, s.lag1, warnings);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
     if (baseline) MaybeCompleteBaseline(w, *baseline, actor);

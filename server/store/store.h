@@ -60,6 +60,9 @@ struct RunMetricRow {
   std::string metric;
   int samples = 0, steady = 0;
   std::optional<double> median, min, max;
+  bool usable = true;
+  int detected_warmup = 0;
+  std::string warnings;
 };
 
 struct RunRow {
