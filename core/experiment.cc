@@ -155,8 +155,30 @@ std::string FormatEffect(double ratio) {
 
 namespace {
 
-MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
-                            const std::vector<double>& v, const VerdictOptions& o) {
+// Runs far from the rest of their arm (a slow node, a noisy neighbour): more than
+// max(4 scaled MADs, 2·min_effect) from the arm's median, in log terms. A real effect moves every
+// run of an arm, never one, so dropping these costs no power and removes most of their noise.
+std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_effect, int* dropped) {
+  if (x.size() < 6 || !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return x;
+  std::vector<double> logs;
+  for (double v : x) logs.push_back(std::log(v));
+  const double med = Median(logs);
+  std::vector<double> dev;
+  for (double l : logs) dev.push_back(std::fabs(l - med));
+  const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
+  std::vector<double> kept;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::fabs(logs[i] - med) > limit) ++*dropped;
+    else kept.push_back(x[i]);
+  }
+  return kept;
+}
+
+MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_all,
+                            const std::vector<double>& v_all, const VerdictOptions& o) {
+  int dropped = 0;
+  const std::vector<double> c = WithoutOutlierRuns(c_all, m.min_effect, &dropped);
+  const std::vector<double> v = WithoutOutlierRuns(v_all, m.min_effect, &dropped);
   MetricVerdict r;
   r.metric = m.name;
   r.unit = m.unit;
@@ -225,6 +247,9 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c,
       r.note =
           "a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
   }
+    if (dropped > 0)
+    r.note = std::to_string(dropped) + " outlier run(s) not compared (far from their arm: slow node?)" +
+             (r.note.empty() ? "" : "; " + r.note);
   if (m.role == MetricRole::kGuardrail) {
     // Non-inferiority: the worsening's upper bound must stay within the tolerance
     // (the minimum effect when no tolerance is set).

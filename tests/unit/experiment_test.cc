@@ -211,3 +211,19 @@ TEST(Verdict, NoEffectIsNeverImprovedAndRefutesHypothesis) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Verdict, ASlowNodeRunIsNotComparedAndSaysSo) {
+  WorkloadSpec s = Spec();
+  ArmData c = Arm({2400, 2410, 2395, 2405, 2040}, {1.377, 1.378, 1.376, 1.377, 1.377});  // 15% slow
+  ArmData v = Arm({2520, 2530, 2515, 2525, 2522}, {1.377, 1.376, 1.378, 1.377, 1.377});
+  Verdict r = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_EQ(r.metrics[0].n_control, 4);
+  EXPECT_THAT(r.metrics[0].note, HasSubstr("1 outlier run(s) not compared"));
+  EXPECT_EQ(r.metrics[0].decision, "improved");  // +5% with the slow run out of the way
+}
+
+}  // namespace
+}  // namespace tunectl
