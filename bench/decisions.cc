@@ -4,7 +4,7 @@
 // design (10 baseline runs first, then 10 variant runs, whole-run means, Welch, "no change" when
 // p >= 0.05), on the same scenarios, in one run.
 //
-//   build/bench/bench_decisions [--experiments N] [--seed S]
+//   build/bench/bench_decisions [--experiments N] [--seed S] [--margin M]
 //
 // Prints a Markdown table per design and the targets of docs/benchmarks.md with PASS/FAIL.
 #include <cmath>
@@ -34,8 +34,8 @@ const char* DriftName(Drift d) {
 
 struct Scenario {
   Drift drift;
-  double effect;    // true relative effect on the primary (higher is better)
-  bool guard_break; // the variant worsens the guardrail by 3x its tolerance
+  double effect;     // true relative effect on the primary (higher is better)
+  bool guard_break;  // the variant worsens the guardrail by 3x its tolerance
   std::string label;
 };
 
@@ -96,7 +96,11 @@ struct Outcome {
   int runs = 0;
 };
 
+double g_margin = 0.5;  // --margin: VerdictOptions::margin
+
 Outcome Engine(const Scenario& sc, SimRng& rng, const WorkloadSpec& spec) {
+  VerdictOptions vo;
+  vo.margin = g_margin;
   SequentialOptions design;  // 4..10 pairs
   ArmData arm[2];
   int run_index = 0;
@@ -116,8 +120,10 @@ Outcome Engine(const Scenario& sc, SimRng& rng, const WorkloadSpec& spec) {
       }
       arm[a].values["tput"].push_back(t.stats.median);
       arm[a].values["loss"].push_back(l.stats.median);
+      arm[a].pairs["tput"].push_back(k);
+      arm[a].pairs["loss"].push_back(k);
     }
-    SequentialStep step = EvaluateSequential(spec, arm[0], arm[1], std::nullopt, design);
+    SequentialStep step = EvaluateSequential(spec, arm[0], arm[1], std::nullopt, design, vo);
     if (step.stop) return {step.verdict.decision, 2 * k};
   }
   return {"inconclusive", 2 * design.max_pairs};
@@ -144,10 +150,14 @@ struct Tally {
   void Add(const Outcome& o) {
     ++n;
     runs += o.runs;
-    if (o.decision == "improved") ++improved;
-    else if (o.decision == "regressed") ++regressed;
-    else if (o.decision == "unchanged") ++unchanged;
-    else ++inconclusive;
+    if (o.decision == "improved")
+      ++improved;
+    else if (o.decision == "regressed")
+      ++regressed;
+    else if (o.decision == "unchanged")
+      ++unchanged;
+    else
+      ++inconclusive;
   }
   double Rate(int k) const { return n ? static_cast<double>(k) / n : 0; }
   double MeanRuns() const { return n ? static_cast<double>(runs) / n : 0; }
@@ -168,7 +178,9 @@ struct Tally {
 
 void PrintTable(const char* title, const std::vector<Scenario>& sc, const std::vector<Tally>& t) {
   std::printf("\n### %s\n\n", title);
-  std::printf("| drift | true effect | improved | regressed | unchanged | inconclusive | wrong sign | right call | runs/exp | runs/right call |\n");
+  std::printf(
+      "| drift | true effect | improved | regressed | unchanged | inconclusive | wrong sign | "
+      "right call | runs/exp | runs/right call |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < sc.size(); ++i) {
     const Tally& x = t[i];
@@ -189,10 +201,16 @@ int main(int argc, char** argv) {
   int n = 2000;
   uint64_t seed = 42;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--experiments") && i + 1 < argc) n = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    if (!std::strcmp(argv[i], "--experiments") && i + 1 < argc)
+      n = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--margin") && i + 1 < argc)
+      g_margin = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_decisions [--experiments N (default 2000)] [--seed S]\n");
+      std::fprintf(stderr,
+                   "usage: bench_decisions [--experiments N (default 2000)] [--seed S] [--margin M "
+                   "(0.5)]\n");
       return 2;
     }
   }
@@ -204,8 +222,10 @@ int main(int argc, char** argv) {
   for (Drift d : {Drift::kNone, Drift::kLinear, Drift::kStep})
     for (double e : {0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0}) {
       char label[32];
-      if (e == 0) std::snprintf(label, sizeof label, "0");
-      else std::snprintf(label, sizeof label, "%+gδ", e);
+      if (e == 0)
+        std::snprintf(label, sizeof label, "0");
+      else
+        std::snprintf(label, sizeof label, "%+gδ", e);
       scenarios.push_back({d, e * kDelta, false, label});
     }
   scenarios.push_back({Drift::kNone, 2 * kDelta, true, "+2δ, guardrail broken"});
@@ -223,8 +243,11 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "\n");
   std::printf("## bench_decisions: %d experiments per scenario, seed %llu, min effect δ = %.0f%%\n",
               n, static_cast<unsigned long long>(seed), kDelta * 100);
-  PrintTable("tunectl engine (sequential, 4..10 pairs, ABBA, steady-state medians)", scenarios, engine);
-  PrintTable("naive design (10 + 10 runs, baseline first, whole-run mean, Welch, p >= 0.05 = no change)", scenarios, naive);
+  PrintTable("tunectl engine (sequential, 4..10 pairs, ABBA, steady-state medians)", scenarios,
+             engine);
+  PrintTable(
+      "naive design (10 + 10 runs, baseline first, whole-run mean, Welch, p >= 0.05 = no change)",
+      scenarios, naive);
 
   // Targets.
   const double alpha = 0.05, mc = 3 * std::sqrt(alpha * (1 - alpha) / n);
@@ -252,18 +275,29 @@ int main(int argc, char** argv) {
   }
   runs2 /= std::max(1, n2);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "false-positive rate <= alpha + MC error (%.4f) in every scenario: worst %.4f", alpha + mc, worst_fpr);
+  std::snprintf(buf, sizeof buf,
+                "false-positive rate <= alpha + MC error (%.4f) in every scenario: worst %.4f",
+                alpha + mc, worst_fpr);
   check(worst_fpr <= alpha + mc, buf);
   std::snprintf(buf, sizeof buf, "wrong-sign rate < 0.5%%: worst %.4f", worst_wrong);
   check(worst_wrong < 0.005, buf);
   std::snprintf(buf, sizeof buf, ">= 90%% power at 2δ: worst %.3f", power2);
   check(power2 >= 0.90, buf);
-  std::snprintf(buf, sizeof buf, "... using <= 70%% of the naive design's runs: %.1f of %.0f (%.0f%%)", runs2, naive_runs, 100 * runs2 / naive_runs);
+  std::snprintf(buf, sizeof buf,
+                "... using <= 70%% of the naive design's runs: %.1f of %.0f (%.0f%%)", runs2,
+                naive_runs, 100 * runs2 / naive_runs);
   check(runs2 <= 0.7 * naive_runs, buf);
-  std::snprintf(buf, sizeof buf, "effects below δ called improved/regressed at most alpha (+ MC error): worst %.4f", worst_small);
+  std::snprintf(buf, sizeof buf,
+                "effects below δ called improved/regressed at most alpha (+ MC error): worst %.4f",
+                worst_small);
   check(worst_small <= alpha + mc, buf);
   const Tally& g = engine.back();
-  std::snprintf(buf, sizeof buf, "a broken guardrail is never called improved: %.4f", g.Rate(g.improved));
-  check(g.Rate(g.improved) <= alpha, buf);
+  std::snprintf(buf, sizeof buf, "a broken guardrail is never called improved: %.4f",
+                g.Rate(g.improved));
+    check(g.Rate(g.improved) <= alpha, buf);
+  if (n < 500) {
+    std::printf("\n(targets are not enforced below 500 experiments per scenario: too much Monte-Carlo error)\n");
+    return 0;
+  }
   return ok ? 0 : 1;
 }

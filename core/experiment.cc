@@ -158,7 +158,8 @@ namespace {
 // Runs far from the rest of their arm (a slow node, a noisy neighbour): more than
 // max(4 scaled MADs, 2·min_effect) from the arm's median, in log terms. A real effect moves every
 // run of an arm, never one, so dropping these costs no power and removes most of their noise.
-std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_effect, int* dropped) {
+std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_effect,
+                                       int* dropped) {
   if (x.size() < 6 || !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return x;
   std::vector<double> logs;
   for (double v : x) logs.push_back(std::log(v));
@@ -168,14 +169,17 @@ std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_
   const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
   std::vector<double> kept;
   for (size_t i = 0; i < x.size(); ++i) {
-    if (std::fabs(logs[i] - med) > limit) ++*dropped;
-    else kept.push_back(x[i]);
+    if (std::fabs(logs[i] - med) > limit)
+      ++*dropped;
+    else
+      kept.push_back(x[i]);
   }
   return kept;
 }
 
 MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_all,
-                            const std::vector<double>& v_all, const VerdictOptions& o) {
+                            const std::vector<double>& v_all, const std::vector<int>& c_pairs,
+                            const std::vector<int>& v_pairs, const VerdictOptions& o) {
   int dropped = 0;
   const std::vector<double> c = WithoutOutlierRuns(c_all, m.min_effect, &dropped);
   const std::vector<double> v = WithoutOutlierRuns(v_all, m.min_effect, &dropped);
@@ -195,13 +199,51 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
              std::to_string(r.n_variant) + "; need " + std::to_string(o.min_runs) + " per side)";
     return r;
   }
+  // Paired: log differences within complete pairs, outlier pairs dropped.
+  std::vector<double> diffs;
+  const bool all_positive =
+      std::all_of(c_all.begin(), c_all.end(), [](double x) { return x > 0; }) &&
+      std::all_of(v_all.begin(), v_all.end(), [](double x) { return x > 0; });
+  if (o.paired && all_positive && c_pairs.size() == c_all.size() &&
+      v_pairs.size() == v_all.size() && !c_pairs.empty()) {
+    std::map<int, double> cv;
+    for (size_t i = 0; i < c_all.size(); ++i) cv[c_pairs[i]] = std::log(c_all[i]);
+    std::vector<double> ratios;
+    for (size_t i = 0; i < v_all.size(); ++i)
+      if (auto it = cv.find(v_pairs[i]); it != cv.end())
+        ratios.push_back(std::exp(std::log(v_all[i]) - it->second));
+    int dropped_pairs = 0;
+    for (double x : WithoutOutlierRuns(ratios, m.min_effect, &dropped_pairs))
+      diffs.push_back(std::log(x));
+    if (diffs.size() >= static_cast<size_t>(std::max(2, o.min_runs))) {
+      dropped = dropped_pairs;
+    } else {
+      diffs.clear();
+    }
+  }
   const bool positive = std::all_of(c.begin(), c.end(), [](double x) { return x > 0; }) &&
                         std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
   // Work on a scale where 0 is "no change": logs of run values, or (values <= 0) the raw
   // difference relative to the control mean.
   WelchResult w;
   double scale = 1, margin_unit = std::log1p(m.min_effect), tol_unit = std::log1p(m.tolerance);
-  if (positive) {
+  if (!diffs.empty()) {
+    // one-sample t on the within-pair log differences
+    const double n = static_cast<double>(diffs.size());
+    double mean = 0;
+    for (double d : diffs) mean += d;
+    mean /= n;
+    double ss = 0;
+    for (double d : diffs) ss += (d - mean) * (d - mean);
+    w.valid = true;
+    w.diff = mean;
+    w.se = std::sqrt(ss / (n - 1) / n);
+    w.df = n - 1;
+    w.t = w.se > 0 ? mean / w.se : (mean == 0 ? 0 : std::copysign(1e300, mean));
+    w.p =
+        w.se > 0 ? RegularizedBeta(w.df / (w.df + w.t * w.t), w.df / 2, 0.5) : (mean == 0 ? 1 : 0);
+    r.note = "paired: " + std::to_string(diffs.size()) + " control/variant pairs";
+  } else if (positive) {
     std::vector<double> lc, lv;
     for (double x : c) lc.push_back(std::log(x));
     for (double x : v) lv.push_back(std::log(x));
@@ -247,8 +289,9 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
       r.note =
           "a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
   }
-    if (dropped > 0)
-    r.note = std::to_string(dropped) + " outlier run(s) not compared (far from their arm: slow node?)" +
+  if (dropped > 0)
+    r.note = std::to_string(dropped) +
+             " outlier run(s) not compared (far from their arm: slow node?)" +
              (r.note.empty() ? "" : "; " + r.note);
   if (m.role == MetricRole::kGuardrail) {
     // Non-inferiority: the worsening's upper bound must stay within the tolerance
@@ -277,8 +320,12 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
   static const std::vector<double> kEmpty;
   for (const auto& m : spec.metrics) {
     auto c = control.values.find(m.name), v = variant.values.find(m.name);
+    static const std::vector<int> kNoPairs;
+    auto cp = control.pairs.find(m.name), vp = variant.pairs.find(m.name);
     out.metrics.push_back(CompareMetric(m, c == control.values.end() ? kEmpty : c->second,
-                                        v == variant.values.end() ? kEmpty : v->second, o));
+                                        v == variant.values.end() ? kEmpty : v->second,
+                                        cp == control.pairs.end() ? kNoPairs : cp->second,
+                                        vp == variant.pairs.end() ? kNoPairs : vp->second, o));
   }
   const MetricVerdict* primary = nullptr;
   for (const auto& mv : out.metrics)
@@ -365,7 +412,9 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
   SequentialStep step;
   const int k = std::min(control.runs, variant.runs);
   VerdictOptions o = opts;
-  o.critical = Boundary(design, k);
+  SequentialOptions d = design;
+  d.paired = opts.paired && !control.pairs.empty() && !variant.pairs.empty();
+  o.critical = Boundary(d, k);
   step.verdict = ComputeVerdict(spec, control, variant, expectation, o);
   step.verdict.pairs = k;
   step.verdict.max_pairs = design.max_pairs;

@@ -40,6 +40,9 @@ Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string
 // Run-level values of one arm: per metric, one summary value per successful run.
 struct ArmData {
   std::map<std::string, std::vector<double>> values;
+  // Optional: the ABBA pair of each value (same order as `values`). When both arms have them
+  // the comparison is paired: within-pair differences cancel drift and shared node effects.
+  std::map<std::string, std::vector<int>> pairs;
   int runs = 0;                       // runs that finished
   int failed_runs = 0;                // failed / lost runs (crash, OOM, non-zero exit)
   std::vector<std::string> failures;  // "run 12: exit 1 (CUDA out of memory)"
@@ -80,6 +83,7 @@ struct VerdictOptions {
   double critical = 0;  // critical value of the decision CI; 0 = Student t(1 - alpha/2, df)
   double margin = 0.5;  // improved/regressed need the CI's near end past margin·min_effect
   int min_runs = 2;     // per side, below which a metric is inconclusive
+  bool paired = true;   // use pair ids when both arms have them
 };
 
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,

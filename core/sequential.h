@@ -14,6 +14,7 @@ struct SequentialOptions {
   double alpha = 0.05;  // overall two-sided false-positive rate of the boundary
   int min_pairs = 4;    // first look
   int max_pairs = 10;   // the run cap per arm
+  bool paired = true;   // paired t on within-pair differences (ABBA pairs), else Welch
 };
 
 // The calibrated constant c (cached per options). `sims` and `seed` fix the simulation.

@@ -205,9 +205,9 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
   auto spec = ParseWorkloadSpec(e[0][1].as<std::string>());
   if (!spec.ok()) return;
   ArmData arms[2];  // control, variant
-  for (const auto& r :
-       w.exec_params("SELECT id, arm, state, reason FROM runs WHERE experiment_id = $1 ORDER BY id",
-                     experiment_id)) {
+  for (const auto& r : w.exec_params(
+           "SELECT id, arm, state, reason, idx FROM runs WHERE experiment_id = $1 ORDER BY id",
+           experiment_id)) {
     ArmData& a = arms[r[1].as<std::string>() == "variant" ? 1 : 0];
     const std::string state = r[2].as<std::string>();
     if (state == "succeeded") {
@@ -224,8 +224,13 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
           a.excluded.push_back("run " + r[0].as<std::string>() + ": " + s[3].as<std::string>());
         }
       }
-      if (compared)
-        for (const auto& s : sums) a.values[s[0].as<std::string>()].push_back(s[1].as<double>());
+      if (compared) {
+        const int pair = (r[4].as<int>() - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
+        for (const auto& s : sums) {
+          a.values[s[0].as<std::string>()].push_back(s[1].as<double>());
+          a.pairs[s[0].as<std::string>()].push_back(pair);
+        }
+      }
     } else if (state == "failed" || state == "lost") {
       ++a.runs;
       ++a.failed_runs;

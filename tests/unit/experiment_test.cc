@@ -217,12 +217,40 @@ namespace {
 
 TEST(Verdict, ASlowNodeRunIsNotComparedAndSaysSo) {
   WorkloadSpec s = Spec();
-  ArmData c = Arm({2400, 2410, 2395, 2405, 2040}, {1.377, 1.378, 1.376, 1.377, 1.377});  // 15% slow
-  ArmData v = Arm({2520, 2530, 2515, 2525, 2522}, {1.377, 1.376, 1.378, 1.377, 1.377});
+  // 6 runs a side (fewer are never trimmed); one control run on a 15 % slow node
+  ArmData c = Arm({2400, 2410, 2395, 2405, 2398, 2040}, {1.377, 1.378, 1.376, 1.377, 1.377, 1.377});
+  ArmData v = Arm({2520, 2530, 2515, 2525, 2522, 2519}, {1.377, 1.376, 1.378, 1.377, 1.377, 1.377});
   Verdict r = ComputeVerdict(s, c, v, std::nullopt);
-  EXPECT_EQ(r.metrics[0].n_control, 4);
+  EXPECT_EQ(r.metrics[0].n_control, 5);
   EXPECT_THAT(r.metrics[0].note, HasSubstr("1 outlier run(s) not compared"));
   EXPECT_EQ(r.metrics[0].decision, "improved");  // +5% with the slow run out of the way
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Verdict, PairedComparisonCancelsDriftBetweenPairs) {
+  WorkloadSpec s = Spec();
+  // a +4 % effect on top of a strong drift across pairs (-3 % per pair)
+  ArmData c, v;
+  for (int k = 0; k < 6; ++k) {
+    const double level = 2400 * (1 - 0.03 * k);
+    c.values["sps"].push_back(level * (1 + 0.001 * (k % 2)));
+    v.values["sps"].push_back(level * 1.04 * (1 - 0.001 * (k % 3)));
+    c.pairs["sps"].push_back(k);
+    v.pairs["sps"].push_back(k);
+  }
+  c.runs = v.runs = 6;
+  Verdict paired = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_EQ(paired.metrics[0].decision, "improved");
+  EXPECT_THAT(paired.metrics[0].note, HasSubstr("paired: 6"));
+  c.pairs.clear();
+  v.pairs.clear();
+  Verdict unpaired = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_EQ(unpaired.metrics[0].decision, "inconclusive");  // the drift drowns it
 }
 
 }  // namespace
