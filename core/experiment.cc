@@ -263,8 +263,8 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
   const double b90 = StudentTQuantile(1 - o.alpha, w.df);
   auto to_ratio = [&](double x) { return positive ? std::exp(x) : 1 + x; };
   r.p_value = w.p;
-  r.mw_p = MannWhitney(c, v).p;
-  if (r.n_control >= 10 && r.n_variant >= 10 && positive) {
+  if (o.cross_checks) r.mw_p = MannWhitney(c, v).p;
+  if (o.cross_checks && r.n_control >= 10 && r.n_variant >= 10 && positive) {
     Interval boot = BootstrapRatioOfMediansBca(c, v, 0.05, 4000, 1);
     r.boot_low = boot.lo;
     r.boot_high = boot.hi;

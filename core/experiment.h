@@ -84,6 +84,8 @@ struct VerdictOptions {
   double margin = 0.5;  // improved/regressed need the CI's near end past margin·min_effect
   int min_runs = 2;     // per side, below which a metric is inconclusive
   bool paired = true;   // use pair ids when both arms have them
+  bool cross_checks =
+      true;  // Mann–Whitney and bootstrap (reported, never decide); off in simulations
 };
 
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,

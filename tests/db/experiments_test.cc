@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "server/store/store.h"
 #include "tests/db/test_db.h"
 
@@ -26,7 +28,8 @@ run: {repeats: 3, warmup_steps: 0}
 }
 
 // Runs every queued run on one agent, reporting `level(arm)` as sps and a flat loss.
-void RunAll(Store& st, int64_t agent, double control, double variant, bool crash_variant = false) {
+void RunAll(Store& st, int64_t agent, double control, double variant, bool crash_variant = false,
+            bool nan_loss_in_variant = false) {
   for (;;) {
     auto plans = st.ClaimRuns(agent, {}, 100);
     ASSERT_TRUE(plans.ok()) << plans.status().message();
@@ -38,7 +41,11 @@ void RunAll(Store& st, int64_t agent, double control, double variant, bool crash
       std::vector<SampleIn> s;
       for (int k = 1; k <= 5; ++k) {
         s.push_back({"sps", k, level * (1 + 0.001 * ((p.run_id * 7 + k) % 5)), k});
-        s.push_back({"loss", k, 1.377 + 0.0001 * ((p.run_id + k) % 3), k});
+        s.push_back({"loss", k,
+                     nan_loss_in_variant && is_variant && k == 3
+                         ? std::numeric_limits<double>::quiet_NaN()
+                         : 1.377 + 0.0001 * ((p.run_id + k) % 3),
+                     k});
       }
       ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
       const int exit_code = crash_variant && is_variant ? 1 : 0;
@@ -233,6 +240,50 @@ TEST(Experiments, CancelStopsQueuedRunsAndFlagsRunningOnes) {
             "4");
   EXPECT_THAT(st.CancelExperiment(*id, "user:a").status().message(),
               HasSubstr("only a running one"));
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Experiments, NonFiniteGuardrailInAVariantVetoesImproved) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 200, false, /*nan_loss_in_variant=*/true);
+  auto e = st.GetExperiment(*id);
+  EXPECT_EQ(e->decision, "regressed");
+  ASSERT_FALSE(e->verdict->reasons.empty());
+  EXPECT_THAT(e->verdict->reasons.back(), HasSubstr("non-finite loss"));
+}
+
+TEST(Experiments, DriftAlarmWhenControlsMovedFromTheBaseline) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));  // baseline level 100
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 90, 180);  // the cluster got 10 % slower since
+  auto e = st.GetExperiment(*id);
+  EXPECT_EQ(e->decision, "improved");
+  EXPECT_THAT(e->verdict->drift, HasSubstr("the cluster moved"));
+  EXPECT_THAT(e->verdict->drift, HasSubstr("-10."));
+}
+
+TEST(Experiments, ClearEffectStopsBeforeTheCap) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 10}, "user:a");
+  EXPECT_EQ(l.db->Scalar("SELECT count(*) FROM runs WHERE experiment_id = " + std::to_string(*id)),
+            "8");
+  RunAll(st, l.agent, 100, 200);
+  auto e = st.GetExperiment(*id);
+  EXPECT_EQ(e->decision, "improved");
+  EXPECT_EQ(e->verdict->pairs, 4);
+  EXPECT_EQ(e->runs_total, 8);
 }
 
 }  // namespace

@@ -141,7 +141,9 @@ TEST(Sequential, DecisionsAtZeroEffectAreRarerThanAlpha) {
       c.values["sps"].push_back(100 * std::exp(0.02 * rng.Normal()));
       v.values["sps"].push_back(100 * std::exp(0.02 * rng.Normal()));
       c.runs = v.runs = k;
-      SequentialStep st = EvaluateSequential(s, c, v, std::nullopt, o);
+      VerdictOptions vo;
+      vo.cross_checks = false;
+      SequentialStep st = EvaluateSequential(s, c, v, std::nullopt, o, vo);
       if (!st.stop) continue;
       calls += st.verdict.decision == "improved" || st.verdict.decision == "regressed";
       break;
