@@ -94,6 +94,31 @@ class GrpcClient : public Client {
     return Call<v1::ListLogResponse>(&v1::TuningService::Stub::ListLog, r);
   }
 
+  Result<v1::Schedule> CreateSchedule(const v1::CreateScheduleRequest& r) override {
+    return Call<v1::Schedule>(&v1::TuningService::Stub::CreateSchedule, r);
+  }
+  Result<v1::ListSchedulesResponse> ListSchedules() override {
+    return Call<v1::ListSchedulesResponse>(&v1::TuningService::Stub::ListSchedules,
+                                           v1::ListSchedulesRequest());
+  }
+  Result<v1::Batch> CreateBatch(const v1::CreateBatchRequest& r) override {
+    return Call<v1::Batch>(&v1::TuningService::Stub::CreateBatch, r);
+  }
+  Result<v1::Batch> GetBatch(int64_t id) override {
+    v1::GetBatchRequest r;
+    r.set_id(id);
+    return Call<v1::Batch>(&v1::TuningService::Stub::GetBatch, r);
+  }
+  Result<v1::ListBatchesResponse> ListBatches() override {
+    return Call<v1::ListBatchesResponse>(&v1::TuningService::Stub::ListBatches,
+                                         v1::ListBatchesRequest());
+  }
+  Result<v1::Batch> CancelBatch(int64_t id) override {
+    v1::CancelBatchRequest r;
+    r.set_id(id);
+    return Call<v1::Batch>(&v1::TuningService::Stub::CancelBatch, r);
+  }
+
  private:
   template <typename Resp, typename Req, typename Method>
   Result<Resp> Call(Method m, const Req& req) {

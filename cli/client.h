@@ -33,6 +33,12 @@ class Client {
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
   virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;
+  virtual Result<v1::Schedule> CreateSchedule(const v1::CreateScheduleRequest& r) = 0;
+  virtual Result<v1::ListSchedulesResponse> ListSchedules() = 0;
+  virtual Result<v1::Batch> CreateBatch(const v1::CreateBatchRequest& r) = 0;
+  virtual Result<v1::Batch> GetBatch(int64_t id) = 0;
+  virtual Result<v1::ListBatchesResponse> ListBatches() = 0;
+  virtual Result<v1::Batch> CancelBatch(int64_t id) = 0;
 };
 
 }  // namespace tunectl

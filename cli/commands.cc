@@ -374,6 +374,74 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   return Emit(o, out, err, *r, &LogTable, r->entries(), &LogJson);
 }
 
+// --- schedules and batches ------------------------------------------------------------------
+
+int ScheduleCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.window.empty() == o.cron.empty())
+    return Fail(err, Status::InvalidArgument("give exactly one of --window \"Mon-Fri 01:00-06:00\" "
+                                             "or --cron \"0 22 * * Sat\" --duration 20h"));
+  v1::CreateScheduleRequest req;
+  req.set_name(o.name);
+  req.set_window(o.window);
+  req.set_cron(o.cron);
+  req.set_duration(o.duration);
+  req.set_tz(o.tz);
+  req.set_max_agents(o.max_agents);
+  auto s = c.CreateSchedule(req);
+  if (!s.ok()) return Fail(err, s.status());
+  if (o.output == "json")
+    out << ScheduleJson(*s).dump(2) << "\n";
+  else
+    out << "schedule " << s->name() << " created: " << s->status() << "\n";
+  return 0;
+}
+
+int ScheduleList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListSchedules();
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &SchedulesTable, r->schedules(), &ScheduleJson);
+}
+
+int BatchCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::CreateBatchRequest req;
+  req.set_workload(o.workload);
+  req.set_baseline_id(o.baseline);
+  for (const auto& v : o.vary) req.add_vary(v);
+  req.set_schedule(o.schedule);
+  req.set_repeats(o.repeats);
+  req.set_correction(o.correction);
+  auto b = c.CreateBatch(req);
+  if (!b.ok()) return Fail(err, b.status());
+  err << "batch " << b->id() << " created: " << b->experiments_size()
+      << " experiments against baseline " << b->baseline_id()
+      << (b->waiting().empty() ? "" : "; " + b->waiting()) << "\n";
+  if (o.output == "json")
+    out << BatchJson(*b).dump(2) << "\n";
+  else
+    out << b->id() << "\n";
+  return 0;
+}
+
+int BatchShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto b = c.GetBatch(o.id);
+  if (!b.ok()) return Fail(err, b.status());
+  return ShowOne(*b, o, out, err, &BatchJson, &BatchDetail);
+}
+
+int BatchList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.ListBatches();
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &BatchesTable, r->batches(), &BatchJson);
+}
+
+int BatchCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto b = c.CancelBatch(o.id);
+  if (!b.ok()) return Fail(err, b.status());
+  err << "batch " << b->id() << " cancelled\n";
+  if (o.output == "json") out << BatchJson(*b).dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int ExitCode(const Status& s) {
@@ -415,6 +483,15 @@ const std::vector<Command>& Commands() {
       {"config", "show", "the current config of a workload and its lineage", &ConfigShow},
       {"config", "export", "the current config as json, yaml, env or args", &ConfigExportCmd},
       {"log", "", "the tuning log: every change tried, expected vs actual, decision", &Log},
+      {"schedule", "create", "an off-peak window for batches (--window or --cron --duration, --tz)",
+       &ScheduleCreate},
+      {"schedule", "list", "schedules and whether their window is open", &ScheduleList},
+      {"batch", "create", "single-variable experiments, one per value, run inside a schedule",
+       &BatchCreate},
+      {"batch", "show", "a batch's experiments, corrected across the batch, and what waits",
+       &BatchShow},
+      {"batch", "list", "list batches", &BatchList},
+      {"batch", "cancel", "stop a batch", &BatchCancel},
   };
   return k;
 }

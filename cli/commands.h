@@ -14,25 +14,30 @@
 namespace tunectl {
 
 struct CliOptions {
-  std::string server = "127.0.0.1:7443";    // --server, or $TUNECTL_SERVER
-  std::string output = "table";             // -o table|json|csv
-  std::string file;                         // -f (workload apply; "-" = stdin)
-  std::string workload;                     // --workload
-  int repeats = 0;                          // --repeats (0 = the workload's run policy)
-  bool wait = false;                        // --wait
-  std::string timeout;                      // --timeout for --wait ("" = none)
-  int64_t id = 0;                           // positional ID
-  int64_t baseline = 0;                     // --baseline
-  int limit = 0;                            // --limit (0 = server default)
-  bool interactive = false;                 // stderr is a terminal: redraw progress in place
-  std::vector<std::string> vary;            // --vary NAME=VALUE (experiment run)
-  std::vector<std::string> param_values;    // --param NAME=VALUE (hypothesis create)
-  std::string param;                        // --param NAME (log filter)
-  int64_t hypothesis = 0;                   // --hypothesis
-  std::string expect, evidence, statement;  // hypothesis create
-  bool force = false;                       // experiment freeze --force
-  std::string reason;                       // experiment freeze --reason
-  std::string format = "json";              // config export --format json|yaml|env|args
+  std::string server = "127.0.0.1:7443";           // --server, or $TUNECTL_SERVER
+  std::string output = "table";                    // -o table|json|csv
+  std::string file;                                // -f (workload apply; "-" = stdin)
+  std::string workload;                            // --workload
+  int repeats = 0;                                 // --repeats (0 = the workload's run policy)
+  bool wait = false;                               // --wait
+  std::string timeout;                             // --timeout for --wait ("" = none)
+  int64_t id = 0;                                  // positional ID
+  int64_t baseline = 0;                            // --baseline
+  int limit = 0;                                   // --limit (0 = server default)
+  bool interactive = false;                        // stderr is a terminal: redraw progress in place
+  std::vector<std::string> vary;                   // --vary NAME=VALUE (experiment run)
+  std::vector<std::string> param_values;           // --param NAME=VALUE (hypothesis create)
+  std::string param;                               // --param NAME (log filter)
+  int64_t hypothesis = 0;                          // --hypothesis
+  std::string expect, evidence, statement;         // hypothesis create
+  bool force = false;                              // experiment freeze --force
+  std::string reason;                              // experiment freeze --reason
+  std::string format = "json";                     // config export --format json|yaml|env|args
+  std::string name;                                // schedule create NAME
+  std::string window, cron, duration, tz = "UTC";  // schedule create
+  int max_agents = 0;
+  std::string schedule;             // batch create --schedule
+  std::string correction = "holm";  // batch create --correction holm|bh
 };
 
 using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,

@@ -343,4 +343,92 @@ Table LogTable(const v1::ListLogResponse& r) {
   return t;
 }
 
+ojson ScheduleJson(const v1::Schedule& s) {
+  ojson j;
+  j["name"] = s.name();
+  j["window"] = s.window();
+  j["cron"] = s.cron();
+  j["duration_s"] = s.duration_s();
+  j["tz"] = s.tz();
+  j["max_agents"] = s.max_agents();
+  j["status"] = s.status();
+  j["created_at"] = s.created_at();
+  return j;
+}
+
+Table SchedulesTable(const v1::ListSchedulesResponse& r) {
+  Table t{{"name", "when", "tz", "status"}, {}};
+  for (const auto& s : r.schedules())
+    t.rows.push_back({s.name(),
+                      s.window().empty()
+                          ? s.cron() + " for " + std::to_string(s.duration_s() / 60) + "m"
+                          : s.window(),
+                      s.tz(), s.status()});
+  return t;
+}
+
+ojson BatchJson(const v1::Batch& b) {
+  ojson j;
+  j["id"] = b.id();
+  j["workload"] = b.workload();
+  j["baseline_id"] = b.baseline_id();
+  j["schedule"] = b.schedule();
+  j["state"] = b.state();
+  j["correction"] = b.correction();
+  j["waiting"] = b.waiting();
+  ojson es = ojson::array();
+  for (int i = 0; i < b.experiments_size(); ++i) {
+    ojson e = ExperimentJson(b.experiments(i));
+    e["adjusted_p"] = i < b.adjusted_p_size() ? b.adjusted_p(i) : 1.0;
+    e["adjusted_decision"] = i < b.adjusted_decision_size() ? b.adjusted_decision(i) : "";
+    es.push_back(e);
+  }
+  j["experiments"] = es;
+  j["created_at"] = b.created_at();
+  return j;
+}
+
+Table BatchesTable(const v1::ListBatchesResponse& r) {
+  Table t{{"id", "workload", "baseline", "schedule", "state", "experiments", "done"}, {}};
+  for (const auto& b : r.batches()) {
+    int done = 0;
+    for (const auto& e : b.experiments()) done += e.state() != "running";
+    t.rows.push_back({std::to_string(b.id()), b.workload(), std::to_string(b.baseline_id()),
+                      b.schedule().empty() ? "-" : b.schedule(), b.state(),
+                      std::to_string(b.experiments_size()), std::to_string(done)});
+  }
+  return t;
+}
+
+std::string BatchDetail(const v1::Batch& b) {
+  std::string out = "Batch " + std::to_string(b.id()) + "  workload " + b.workload() +
+                    "  against baseline " + std::to_string(b.baseline_id()) + "  " + b.state() +
+                    "\n";
+  out +=
+      "schedule: " + (b.schedule().empty() ? std::string("none (runs any time)") : b.schedule()) +
+      "\n";
+  if (!b.waiting().empty()) out += "waiting:  " + b.waiting() + "\n";
+  Table t{{"experiment", "change", "state", "runs", "effect", "p", "adjusted p", "decision"}, {}};
+  for (int i = 0; i < b.experiments_size(); ++i) {
+    const auto& e = b.experiments(i);
+    std::string effect = "-", p = "-";
+    for (const auto& m : e.metrics())
+      if (m.metric() == e.primary()) {
+        effect = FormatEffect(m.ratio());
+        p = FormatP(m.p_value());
+      }
+    t.rows.push_back(
+        {std::to_string(e.id()), e.change().description(), e.state(),
+         std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()), effect, p,
+         i < b.adjusted_p_size() && e.state() != "running" ? FormatP(b.adjusted_p(i)) : "-",
+         i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty() ? b.adjusted_decision(i)
+                                                                           : "-"});
+  }
+  out += "\n" + RenderTable(t);
+  out += "\nadjusted p: " + std::string(b.correction() == "bh" ? "Benjamini-Hochberg" : "Holm") +
+         " across the batch's primary comparisons (guardrails are not corrected; CIs are "
+         "unadjusted)\n";
+  return out;
+}
+
 }  // namespace tunectl

@@ -66,6 +66,24 @@ int main(int argc, char** argv) {
       sub->add_option("--reason", o.reason, "why a forced freeze is right (recorded in the log)");
     }
     if (n == "log") sub->add_option("--param", o.param, "only changes of this parameter");
+    if (n == "schedule" && v == "create") {
+      sub->add_option("name", o.name, "schedule name, e.g. nightly")->required();
+      sub->add_option("--window", o.window, "weekly window, e.g. \"Mon-Fri 01:00-06:00\"");
+      sub->add_option("--cron", o.cron, "cron start, e.g. \"0 22 * * Sat\" (with --duration)");
+      sub->add_option("--duration", o.duration, "window length for --cron, e.g. 20h");
+      sub->add_option("--tz", o.tz, "IANA time zone of the window")->capture_default_str();
+      sub->add_option("--max-agents", o.max_agents, "agents used at once (0 = no limit)");
+    }
+    if (n == "batch" && v == "create") {
+      sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
+      sub->add_option("--baseline", o.baseline, "baseline all experiments compare with");
+      sub->add_option("--vary", o.vary, "NAME=V1,V2: one experiment per value (repeatable)")
+          ->required();
+      sub->add_option("--schedule", o.schedule, "run only inside this schedule's windows");
+      sub->add_option("--repeats", o.repeats, "runs per arm cap per experiment")
+          ->check(CLI::Range(1, 1000));
+      sub->add_option("--correction", o.correction, "holm (default) or bh for exploratory sweeps");
+    }
     if (n == "baseline" && v == "create") {
       sub->add_option("--repeats", o.repeats,
                       "runs to measure (default: the workload's run.repeats)")

@@ -53,6 +53,12 @@ Result<std::string> ConfigExport(const v1::Config& c, const std::string& format)
 ojson LogJson(const v1::LogEntry& e);
 Table LogTable(const v1::ListLogResponse& r);
 
+ojson ScheduleJson(const v1::Schedule& s);
+Table SchedulesTable(const v1::ListSchedulesResponse& r);
+ojson BatchJson(const v1::Batch& b);
+Table BatchesTable(const v1::ListBatchesResponse& r);
+std::string BatchDetail(const v1::Batch& b);
+
 std::string FormatP(double p);
 std::string FormatCi(double lo, double hi);  // "[+1.2%, +3.4%]"
 

@@ -428,6 +428,25 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
   return step;
 }
 
+BatchAdjustment AdjustBatch(const std::vector<std::string>& decisions,
+                            const std::vector<double>& p_values, const std::string& method,
+                            double alpha) {
+  std::vector<double> p = p_values;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (i >= decisions.size() || decisions[i].empty()) p[i] = 1;
+  BatchAdjustment out;
+  out.adjusted_p = method == "bh" ? BenjaminiHochbergAdjust(p) : HolmAdjust(p);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string& d = i < decisions.size() ? decisions[i] : "";
+    const bool called = d == "improved" || d == "regressed";
+    out.decisions.push_back(called && out.adjusted_p[i] >= alpha
+                                ? "inconclusive (after " +
+                                      std::string(method == "bh" ? "BH" : "Holm") + ")"
+                                : d);
+  }
+  return out;
+}
+
 std::string ChangeToJson(const Change& c) {
   nlohmann::ordered_json j;
   j["from"] = c.from;

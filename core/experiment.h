@@ -104,6 +104,17 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
                                   const SequentialOptions& design,
                                   const VerdictOptions& opts = VerdictOptions());
 
+// Multiple-comparison correction across a batch's primary comparisons: adjusted p-values (Holm,
+// or Benjamini–Hochberg for exploratory sweeps) and the decisions that survive them. Undecided
+// experiments (empty decision) count with p = 1. Guardrails are not corrected.
+struct BatchAdjustment {
+  std::vector<double> adjusted_p;
+  std::vector<std::string> decisions;
+};
+BatchAdjustment AdjustBatch(const std::vector<std::string>& decisions,
+                            const std::vector<double>& p_values, const std::string& method,
+                            double alpha = 0.05);
+
 // "+12.3%" style for a ratio.
 std::string FormatEffect(double ratio);
 

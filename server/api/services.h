@@ -51,10 +51,23 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   grpc::Status GetConfig(grpc::ServerContext*, const v1::GetConfigRequest*, v1::Config*) override;
   grpc::Status ListLog(grpc::ServerContext*, const v1::ListLogRequest*,
                        v1::ListLogResponse*) override;
+  grpc::Status CreateSchedule(grpc::ServerContext*, const v1::CreateScheduleRequest*,
+                              v1::Schedule*) override;
+  grpc::Status ListSchedules(grpc::ServerContext*, const v1::ListSchedulesRequest*,
+                             v1::ListSchedulesResponse*) override;
+  grpc::Status CreateBatch(grpc::ServerContext*, const v1::CreateBatchRequest*,
+                           v1::Batch*) override;
+  grpc::Status GetBatch(grpc::ServerContext*, const v1::GetBatchRequest*, v1::Batch*) override;
+  grpc::Status ListBatches(grpc::ServerContext*, const v1::ListBatchesRequest*,
+                           v1::ListBatchesResponse*) override;
+  grpc::Status CancelBatch(grpc::ServerContext*, const v1::CancelBatchRequest*,
+                           v1::Batch*) override;
 
  private:
+  Status FillBatch(const BatchRow& b, v1::Batch* out);
   Store* store_;
   Dispatcher* dispatcher_;
+  ScheduleBook schedules_;
 };
 
 struct AgentServiceOptions {

@@ -1,3 +1,6 @@
+#include <chrono>
+
+#include "core/experiment.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
 
@@ -10,8 +13,9 @@ std::string Actor(grpc::ServerContext* ctx) {
   return "user:" + std::string(it->second.data(), it->second.size());
 }
 
-// Fills in why each queued run waits, from the agents' labels, slots and connection state.
-Status ExplainWaits(Store& store, std::vector<RunRow*> runs) {
+// Fills in why each queued run waits: its schedule's window, or the agents' labels, slots and
+// connection state.
+Status ExplainWaits(Store& store, ScheduleBook& book, std::vector<RunRow*> runs) {
   bool any_queued = false;
   for (auto* r : runs) any_queued |= r->state == "queued";
   if (!any_queued) return Status::Ok();
@@ -20,8 +24,24 @@ Status ExplainWaits(Store& store, std::vector<RunRow*> runs) {
   std::vector<AgentView> views;
   for (const auto& a : *agents)
     views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
-  for (auto* r : runs)
-    if (r->state == "queued") r->wait_reason = WaitReason(r->selector, views);
+  std::vector<ScheduleRow> schedules;
+  for (auto* r : runs) {
+    if (r->state != "queued") continue;
+    r->wait_reason = WaitReason(r->selector, views);
+    if (r->schedule_id == 0) continue;
+    if (schedules.empty()) {
+      auto rows = store.ListSchedules();
+      if (!rows.ok()) return rows.status();
+      schedules = *rows;
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (const auto& sr : schedules)
+      if (sr.id == r->schedule_id)
+        r->wait_reason = "waiting for schedule " + sr.name + ": " + book.Describe(sr, now) +
+                         " (a run starts only with its expected duration left in the window)";
+  }
   return Status::Ok();
 }
 
@@ -82,7 +102,7 @@ grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRun
   if (!runs.ok()) return ToGrpc(runs.status());
   std::vector<RunRow*> ptrs;
   for (auto& r : *runs) ptrs.push_back(&r);
-  if (auto st = ExplainWaits(*store_, ptrs); !st.ok()) return ToGrpc(st);
+  if (auto st = ExplainWaits(*store_, schedules_, ptrs); !st.ok()) return ToGrpc(st);
   for (const auto& r : *runs) ToProto(r, resp->add_runs());
   return grpc::Status::OK;
 }
@@ -91,7 +111,7 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunReq
                                        v1::Run* resp) {
   auto r = store_->GetRun(req->id());
   if (!r.ok()) return ToGrpc(r.status());
-  if (auto st = ExplainWaits(*store_, {&*r}); !st.ok()) return ToGrpc(st);
+  if (auto st = ExplainWaits(*store_, schedules_, {&*r}); !st.ok()) return ToGrpc(st);
   ToProto(*r, resp);
   return grpc::Status::OK;
 }
@@ -209,6 +229,153 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
   if (!r.ok()) return ToGrpc(r.status());
   for (const auto& l : *r) ToProto(l, resp->add_entries());
   return grpc::Status::OK;
+}
+
+namespace {
+
+int64_t NowS() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
+                                               const v1::CreateScheduleRequest* req,
+                                               v1::Schedule* resp) {
+  ScheduleRow row;
+  row.name = req->name();
+  row.window = req->window();
+  row.cron = req->cron();
+  row.tz = req->tz().empty() ? "UTC" : req->tz();
+  row.max_agents = req->max_agents();
+  if (row.name.empty() || row.name.size() > 63)
+    return ToGrpc(Status::InvalidArgument("schedule name: 1-63 characters, e.g. nightly"));
+  if (req->max_agents() < 0)
+    return ToGrpc(Status::InvalidArgument("--max-agents: " + std::to_string(req->max_agents()) +
+                                          " is negative; 0 = no limit"));
+  if (!req->duration().empty()) {
+    if (!row.window.empty())
+      return ToGrpc(
+          Status::InvalidArgument("--duration goes with --cron; a --window has its own end"));
+    auto d = ParseDurationMs(req->duration());
+    if (!d.ok()) return ToGrpc(Status::InvalidArgument("--duration: " + d.status().message()));
+    row.duration_s = *d / 1000;
+  }
+  auto built = BuildSchedule(row);  // validates window/cron/duration/tz; nothing stored on error
+  if (!built.ok()) return ToGrpc(built.status());
+  auto id = store_->CreateSchedule(row, Actor(ctx));
+  if (!id.ok()) return ToGrpc(id.status());
+  row.id = *id;
+  resp->set_id(row.id);
+  resp->set_name(row.name);
+  resp->set_window(row.window);
+  resp->set_cron(row.cron);
+  resp->set_duration_s(row.duration_s);
+  resp->set_tz(row.tz);
+  resp->set_max_agents(row.max_agents);
+  resp->set_status(schedules_.Describe(row, NowS()));
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext*, const v1::ListSchedulesRequest*,
+                                              v1::ListSchedulesResponse* resp) {
+  auto rows = store_->ListSchedules();
+  if (!rows.ok()) return ToGrpc(rows.status());
+  for (const auto& r : *rows) {
+    auto* s = resp->add_schedules();
+    s->set_id(r.id);
+    s->set_name(r.name);
+    s->set_window(r.window);
+    s->set_cron(r.cron);
+    s->set_duration_s(r.duration_s);
+    s->set_tz(r.tz);
+    s->set_max_agents(r.max_agents);
+    s->set_status(schedules_.Describe(r, NowS()));
+    s->set_created_at(r.created_at);
+    s->set_actor(r.actor);
+  }
+  return grpc::Status::OK;
+}
+
+Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out) {
+  out->set_id(b.id);
+  out->set_workload(b.workload);
+  out->set_baseline_id(b.baseline_id);
+  out->set_schedule(b.schedule);
+  out->set_state(b.state);
+  out->set_correction(b.correction);
+  out->set_actor(b.actor);
+  out->set_created_at(b.created_at);
+  std::vector<std::string> decisions;
+  std::vector<double> p;
+  int waiting = 0;
+  for (const auto& e : b.experiments) {
+    ToProto(e, out->add_experiments());
+    decisions.push_back(e.state == "running" || e.state == "cancelled" ? "" : e.decision);
+    double pv = 1;
+    if (e.verdict)
+      for (const auto& m : e.verdict->metrics)
+        if (m.metric == e.verdict->primary) pv = m.p_value;
+    p.push_back(pv);
+    waiting += e.state == "running";
+  }
+  BatchAdjustment adj = AdjustBatch(decisions, p, b.correction);
+  for (size_t i = 0; i < adj.adjusted_p.size(); ++i) {
+    out->add_adjusted_p(adj.adjusted_p[i]);
+    out->add_adjusted_decision(adj.decisions[i]);
+  }
+  if (b.state == "running" && b.schedule_id) {
+    auto rows = store_->ListSchedules();
+    if (!rows.ok()) return rows.status();
+    for (const auto& r : *rows)
+      if (r.id == b.schedule_id)
+        out->set_waiting(std::to_string(waiting) + " experiment(s) run only inside schedule " +
+                         r.name + " (" + r.tz + "): " + schedules_.Describe(r, NowS()));
+  }
+  return Status::Ok();
+}
+
+grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
+                                            const v1::CreateBatchRequest* req, v1::Batch* resp) {
+  BatchIn in;
+  in.workload = req->workload();
+  in.baseline_id = req->baseline_id();
+  in.vary.assign(req->vary().begin(), req->vary().end());
+  in.schedule = req->schedule();
+  in.repeats = req->repeats();
+  in.correction = req->correction().empty() ? "holm" : req->correction();
+  auto id = store_->CreateBatch(in, Actor(ctx));
+  if (!id.ok()) return ToGrpc(id.status());
+  dispatcher_->Notify();
+  auto b = store_->GetBatch(*id);
+  if (!b.ok()) return ToGrpc(b.status());
+  return ToGrpc(FillBatch(*b, resp));
+}
+
+grpc::Status TuningServiceImpl::GetBatch(grpc::ServerContext*, const v1::GetBatchRequest* req,
+                                         v1::Batch* resp) {
+  auto b = store_->GetBatch(req->id());
+  if (!b.ok()) return ToGrpc(b.status());
+  return ToGrpc(FillBatch(*b, resp));
+}
+
+grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext*, const v1::ListBatchesRequest*,
+                                            v1::ListBatchesResponse* resp) {
+  auto r = store_->ListBatches();
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& b : *r)
+    if (auto st = FillBatch(b, resp->add_batches()); !st.ok()) return ToGrpc(st);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::CancelBatch(grpc::ServerContext* ctx,
+                                            const v1::CancelBatchRequest* req, v1::Batch* resp) {
+  auto b = store_->CancelBatch(req->id(), Actor(ctx));
+  if (!b.ok()) return ToGrpc(b.status());
+  dispatcher_->Notify();
+  return ToGrpc(FillBatch(*b, resp));
 }
 
 }  // namespace tunectl

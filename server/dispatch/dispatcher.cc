@@ -7,7 +7,14 @@
 namespace tunectl {
 
 Dispatcher::Dispatcher(Store* store, DispatcherOptions opts, LogFn log)
-    : store_(store), opts_(opts), log_(std::move(log)) {}
+    : store_(store), opts_(std::move(opts)), log_(std::move(log)) {
+  if (!opts_.now_s)
+    opts_.now_s = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+}
 
 Dispatcher::~Dispatcher() {
   Stop();
@@ -54,6 +61,11 @@ int Dispatcher::DispatchOnce() {
     for (auto& [_, s] : sessions_) sessions.push_back(s);
   }
   int assigned = 0;
+  std::string open = "{}";
+  if (!sessions.empty()) {
+    if (auto rows = store_->ListSchedules(); rows.ok() && !rows->empty())
+      open = schedules_.OpenWindowsJson(*rows, opts_.now_s());
+  }
   for (auto& s : sessions) {
     if (auto cancels = store_->PendingCancels(s->agent_id); cancels.ok()) {
       for (const auto& c : *cancels) {
@@ -64,7 +76,7 @@ int Dispatcher::DispatchOnce() {
         s->Send(m);
       }
     }
-    auto plans = store_->ClaimRuns(s->agent_id, s->labels, s->slots);
+    auto plans = store_->ClaimRuns(s->agent_id, s->labels, s->slots, open);
     if (!plans.ok()) {
       log_(LogLevel::kWarn, "dispatch to " + s->name + ": " + plans.status().ToString());
       continue;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/dispatch/windows.h"
 #include "server/store/store.h"
 #include "tunectl/v1/tunectl.pb.h"
 
@@ -28,8 +29,9 @@ class AgentSession {
 };
 
 struct DispatcherOptions {
-  int interval_ms = 500;     // poll period when nothing notifies
-  int agent_timeout_s = 15;  // silent agents are expired after this
+  int interval_ms = 500;           // poll period when nothing notifies
+  int agent_timeout_s = 15;        // silent agents are expired after this
+  std::function<int64_t()> now_s;  // the clock (Unix seconds); default: the system clock
 };
 
 class Dispatcher {
@@ -56,6 +58,7 @@ class Dispatcher {
   bool stop_ = false;
   std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
   std::thread thread_;
+  ScheduleBook schedules_;
 };
 
 }  // namespace tunectl

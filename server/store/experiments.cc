@@ -352,6 +352,94 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
         {{"decision", v.decision}, {"hypothesis", v.hypothesis}});
 }
 
+Result<ExperimentRow> LoadExperimentById(pqxx::work& w, int64_t id) {
+  return LoadExperiment(w, id);
+}
+
+Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
+                                   const std::string& actor) {
+  std::optional<HypothesisRow> hyp;
+  if (in.hypothesis_id > 0) {
+    auto r = w.exec_params(std::string(kHypothesisSelect) + "WHERE h.id = $1 FOR UPDATE OF h",
+                           in.hypothesis_id);
+    if (r.empty())
+      return Status::NotFound("hypothesis " + std::to_string(in.hypothesis_id) + " not found");
+    hyp = HypothesisFromRow(r[0]);
+    if (hyp->locked)
+      return Status::FailedPrecondition("hypothesis " + std::to_string(hyp->id) +
+                                        " is locked: experiment " +
+                                        std::to_string(hyp->experiment_id) +
+                                        " already tests it. Write a new hypothesis for another "
+                                        "try (tunectl hypothesis create …)");
+    if (in.baseline_id > 0 && in.baseline_id != hyp->baseline_id)
+      return Status::InvalidArgument("--baseline " + std::to_string(in.baseline_id) +
+                                     " differs from hypothesis " + std::to_string(hyp->id) +
+                                     "'s baseline " + std::to_string(hyp->baseline_id));
+  }
+  auto b = ResolveBaseline(w, in.workload.empty() && hyp ? hyp->workload : in.workload,
+                           in.baseline_id > 0 ? in.baseline_id : (hyp ? hyp->baseline_id : 0));
+  if (!b.ok()) return b.status();
+  if (b->state != "completed")
+    return Status::FailedPrecondition("baseline " + std::to_string(b->id) + " is " + b->state +
+                                      "; an experiment compares against a completed baseline");
+  const WorkloadSpec& spec = b->workload.spec;
+  std::vector<std::string> vary = in.vary;
+  if (vary.empty() && hyp) vary = VaryArgs(hyp->change);
+  auto change = ParseVary(spec, b->params, vary);
+  if (!change.ok()) return change.status();
+  if (hyp && change->to != hyp->change.to)
+    return Status::InvalidArgument("--vary " + change->Describe() + " differs from hypothesis " +
+                                   std::to_string(hyp->id) + " (" + hyp->change.Describe() +
+                                   "); drop --vary or write a new hypothesis");
+  // --repeats is the cap per arm; the sequential design stops earlier when the answer is clear.
+  int repeats = in.repeats == 0 ? std::max(10, 2 * spec.run.repeats) : in.repeats;
+  if (repeats < 2 || repeats > 500)
+    return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +
+                                   " runs per arm is out of range; allowed 2..500 (a verdict "
+                                   "needs at least 2 runs on each side)");
+  const int min_pairs = std::min(4, repeats);
+  ParamValues variant = b->params;
+  for (const auto& [k, v] : change->to) variant[k] = v;
+  auto control_launch = BindLaunch(spec, b->params);
+  if (!control_launch.ok()) return control_launch.status();
+  auto variant_launch = BindLaunch(spec, variant);
+  if (!variant_launch.ok()) return variant_launch.status();
+  // How long one run takes: the median duration of the baseline's runs (0 = unknown).
+  const int expected_s =
+      w.exec_params1(
+           "SELECT COALESCE(ceil(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "
+           "r.finished_at - r.started_at))), 0)::int FROM runs r, baselines b WHERE b.id = $1 AND "
+           "r.state = 'succeeded' AND r.started_at IS NOT NULL AND " BASELINE_RUNS,
+           b->id)[0]
+          .as<int>();
+  const int64_t id =
+      w.exec_params1(
+           "INSERT INTO experiments(workload_id, baseline_id, hypothesis_id, control_config_id, "
+           "change, variant_params, repeats, min_pairs, queued_pairs, state, actor, batch_id, "
+           "schedule_id, expected_s) VALUES ($1,$2,$3,$4,$5::json,$6::jsonb,$7,$8,$8,'running',$9,"
+           "$10,$11,$12) RETURNING id",
+           b->workload.id, b->id, hyp ? std::optional<int64_t>(hyp->id) : std::nullopt,
+           b->config_id, ChangeToJson(*change), MapToJson(variant), repeats, min_pairs, actor,
+           in.batch_id ? std::optional<int64_t>(in.batch_id) : std::nullopt,
+           in.schedule_id ? std::optional<int64_t>(in.schedule_id) : std::nullopt, expected_s)[0]
+          .as<int64_t>();
+  const std::string launches[2] = {LaunchJson(spec, *control_launch),
+                                   LaunchJson(spec, *variant_launch)};
+  const std::string params[2] = {MapToJson(b->params), MapToJson(variant)};
+  for (int pair = 0; pair < min_pairs; ++pair)
+    QueuePair(w, id, b->workload.id, b->config_id, pair, params, launches,
+              MapToJson(spec.run.selector));
+  if (hyp)
+    w.exec_params0("UPDATE hypotheses SET locked_at = now(), experiment_id = $2 WHERE id = $1",
+                   hyp->id, id);
+  Audit(w, actor, "experiment.created", "experiment", id,
+        {{"baseline", b->id},
+         {"change", change->Describe()},
+         {"repeats", repeats},
+         {"hypothesis", hyp ? hyp->id : 0}});
+  return id;
+}
+
 }  // namespace internal
 
 Result<PendingCancelList> Store::PendingCancels(int64_t agent_id) {
@@ -419,78 +507,7 @@ Result<std::vector<HypothesisRow>> Store::ListHypotheses(const std::string& work
 }
 
 Result<int64_t> Store::CreateExperiment(const ExperimentIn& in, const std::string& actor) {
-  return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
-    std::optional<HypothesisRow> hyp;
-    if (in.hypothesis_id > 0) {
-      auto r = w.exec_params(std::string(kHypothesisSelect) + "WHERE h.id = $1 FOR UPDATE OF h",
-                             in.hypothesis_id);
-      if (r.empty())
-        return Status::NotFound("hypothesis " + std::to_string(in.hypothesis_id) + " not found");
-      hyp = HypothesisFromRow(r[0]);
-      if (hyp->locked)
-        return Status::FailedPrecondition("hypothesis " + std::to_string(hyp->id) +
-                                          " is locked: experiment " +
-                                          std::to_string(hyp->experiment_id) +
-                                          " already tests it. Write a new hypothesis for another "
-                                          "try (tunectl hypothesis create …)");
-      if (in.baseline_id > 0 && in.baseline_id != hyp->baseline_id)
-        return Status::InvalidArgument("--baseline " + std::to_string(in.baseline_id) +
-                                       " differs from hypothesis " + std::to_string(hyp->id) +
-                                       "'s baseline " + std::to_string(hyp->baseline_id));
-    }
-    auto b = ResolveBaseline(w, in.workload.empty() && hyp ? hyp->workload : in.workload,
-                             in.baseline_id > 0 ? in.baseline_id : (hyp ? hyp->baseline_id : 0));
-    if (!b.ok()) return b.status();
-    if (b->state != "completed")
-      return Status::FailedPrecondition("baseline " + std::to_string(b->id) + " is " + b->state +
-                                        "; an experiment compares against a completed baseline");
-    const WorkloadSpec& spec = b->workload.spec;
-    std::vector<std::string> vary = in.vary;
-    if (vary.empty() && hyp) vary = VaryArgs(hyp->change);
-    auto change = ParseVary(spec, b->params, vary);
-    if (!change.ok()) return change.status();
-    if (hyp && change->to != hyp->change.to)
-      return Status::InvalidArgument("--vary " + change->Describe() + " differs from hypothesis " +
-                                     std::to_string(hyp->id) + " (" + hyp->change.Describe() +
-                                     "); drop --vary or write a new hypothesis");
-    // --repeats is the cap per arm; the sequential design stops earlier when the answer is clear.
-    int repeats = in.repeats == 0 ? std::max(10, 2 * spec.run.repeats) : in.repeats;
-    if (repeats < 2 || repeats > 500)
-      return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +
-                                     " runs per arm is out of range; allowed 2..500 (a verdict "
-                                     "needs at least 2 runs on each side)");
-    const int min_pairs = std::min(4, repeats);
-    ParamValues variant = b->params;
-    for (const auto& [k, v] : change->to) variant[k] = v;
-    auto control_launch = BindLaunch(spec, b->params);
-    if (!control_launch.ok()) return control_launch.status();
-    auto variant_launch = BindLaunch(spec, variant);
-    if (!variant_launch.ok()) return variant_launch.status();
-    const int64_t id =
-        w.exec_params1(
-             "INSERT INTO experiments(workload_id, baseline_id, hypothesis_id, control_config_id, "
-             "change, variant_params, repeats, min_pairs, queued_pairs, state, actor) VALUES "
-             "($1,$2,"
-             "$3,$4,$5::json,$6::jsonb,$7,$8,$8,'running',$9) RETURNING id",
-             b->workload.id, b->id, hyp ? std::optional<int64_t>(hyp->id) : std::nullopt,
-             b->config_id, ChangeToJson(*change), MapToJson(variant), repeats, min_pairs, actor)[0]
-            .as<int64_t>();
-    const std::string launches[2] = {LaunchJson(spec, *control_launch),
-                                     LaunchJson(spec, *variant_launch)};
-    const std::string params[2] = {MapToJson(b->params), MapToJson(variant)};
-    for (int pair = 0; pair < min_pairs; ++pair)
-      QueuePair(w, id, b->workload.id, b->config_id, pair, params, launches,
-                MapToJson(spec.run.selector));
-    if (hyp)
-      w.exec_params0("UPDATE hypotheses SET locked_at = now(), experiment_id = $2 WHERE id = $1",
-                     hyp->id, id);
-    Audit(w, actor, "experiment.created", "experiment", id,
-          {{"baseline", b->id},
-           {"change", change->Describe()},
-           {"repeats", repeats},
-           {"hypothesis", hyp ? hyp->id : 0}});
-    return id;
-  });
+  return InTx<int64_t>(pool_, [&](pqxx::work& w) { return CreateExperimentTx(w, in, actor); });
 }
 
 Result<ExperimentRow> Store::GetExperiment(int64_t id) {

@@ -219,17 +219,13 @@ int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::s
   return n;
 }
 
-// A baseline's runs: its own, or for a frozen config the variant runs of its experiment.
-#define BASELINE_RUNS                                                                   \
-  "(r.baseline_id = b.id OR (b.source_experiment_id IS NOT NULL AND r.experiment_id = " \
-  "b.source_experiment_id AND r.arm = 'variant'))"
-
 const char* const kRunSelect =
     "SELECT r.id, COALESCE(r.baseline_id, 0), w.name, r.idx, r.attempt, r.state, "
     "COALESCE(a.name, ''), r.params::text, r.selector::text, r.exit_code, r.signal, r.reason, "
     "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
     "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
-    "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, '') "
+    "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, ''), "
+    "COALESCE((SELECT e.schedule_id FROM experiments e WHERE e.id = r.experiment_id), 0) "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id "
     "LEFT JOIN agents a ON a.id = r.agent_id ";
 
@@ -254,6 +250,7 @@ RunRow RunFromRow(const pqxx::row& r) {
   x.finished_at = r[16].as<std::string>();
   x.experiment_id = r[17].as<int64_t>();
   x.arm = r[18].as<std::string>();
+  x.schedule_id = r[19].as<int64_t>();
   return x;
 }
 
@@ -598,7 +595,7 @@ Result<int> Store::ExpireAgents(int timeout_s) {
 }
 
 Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,
-                                                 int slots) {
+                                                 int slots, const std::string& open_windows) {
   return InTx<
       std::vector<LaunchPlan>>(pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
     std::vector<LaunchPlan> out;
@@ -607,13 +604,14 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
         "WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
         "WHERE r.state = 'queued' AND r.selector <@ $1::jsonb AND (e.agent_id IS NULL OR "
         "e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = e.agent_id AND "
-        "a.connected)) "
+        "a.connected)) AND (e.schedule_id IS NULL OR COALESCE(($4::jsonb ->> "
+        "e.schedule_id::text)::bigint, -1) >= e.expected_s) "
         "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
         "AND b.state IN ('assigned','running'))) FOR UPDATE OF r SKIP LOCKED) "
         "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
         "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
         "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
-        MapToJson(labels), slots, agent_id);
+        MapToJson(labels), slots, agent_id, open_windows);
     for (const auto& row : r) {
       LaunchPlan p;
       p.run_id = row[0].as<int64_t>();

@@ -70,6 +70,7 @@ struct RunRow {
   int64_t baseline_id = 0;
   int64_t experiment_id = 0;
   std::string arm;
+  int64_t schedule_id = 0;  // runs only inside this schedule's windows (0 = any time)
   std::string workload;
   int idx = 0;
   int attempt = 0;
@@ -171,7 +172,9 @@ struct ExperimentIn {
   int64_t baseline_id = 0;
   std::vector<std::string> vary;
   int64_t hypothesis_id = 0;
-  int repeats = 0;  // per arm; 0 = the workload's run.repeats
+  int repeats = 0;          // per arm; 0 = the workload's run.repeats
+  int64_t batch_id = 0;     // set by CreateBatch
+  int64_t schedule_id = 0;  // runs only inside this schedule's windows
 };
 
 struct ConfigVersionRow {
@@ -194,6 +197,32 @@ struct LogRow {
   std::string workload, at, actor;
   std::string entry_json;  // the immutable 'decided' entry
   std::string frozen;      // from a later 'frozen' entry: "v2" or "v2 (forced: …)"; "" if none
+};
+
+struct ScheduleRow {
+  int64_t id = 0;
+  std::string name, window, cron;  // exactly one of window / cron
+  int64_t duration_s = 0;
+  std::string tz;
+  int max_agents = 0;
+  std::string actor, created_at;
+};
+
+struct BatchIn {
+  std::string workload;
+  int64_t baseline_id = 0;
+  std::vector<std::string> vary;  // "NAME=V1,V2": one experiment per value
+  std::string schedule;           // "" = no window
+  int repeats = 0;
+  std::string correction = "holm";
+};
+
+struct BatchRow {
+  int64_t id = 0;
+  std::string workload, schedule, state, correction, actor, created_at;
+  int64_t baseline_id = 0;
+  int64_t schedule_id = 0;
+  std::vector<ExperimentRow> experiments;
 };
 
 class Store {
@@ -233,7 +262,10 @@ class Store {
   // Dispatch: claims queued runs whose selector matches `labels`, up to the agent's free slots
   // (`slots` minus its assigned/running runs), atomically (FOR UPDATE SKIP LOCKED): two claimers
   // never get the same run.
-  Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots);
+  // Runs of scheduled experiments are claimed only when their schedule is in `open_windows`
+  // ({"schedule id": seconds left in its window}) with at least their expected duration left.
+  Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots,
+                                            const std::string& open_windows = "{}");
   Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id);
   // Stores a batch once: returns false when (run, attempt, seq) was already stored.
   Result<bool> StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
@@ -258,6 +290,15 @@ class Store {
                                          const std::string& actor);
   Result<ConfigRow> GetConfig(const std::string& workload);
   Result<std::vector<LogRow>> ListLog(const std::string& workload, const std::string& param);
+
+  // Off-peak schedules and batches. The schedule is validated by the caller (core + tz data).
+  Result<int64_t> CreateSchedule(const ScheduleRow& s, const std::string& actor);
+  Result<std::vector<ScheduleRow>> ListSchedules();
+  // One single-variable experiment per value, all against the same baseline, in one transaction.
+  Result<int64_t> CreateBatch(const BatchIn& in, const std::string& actor);
+  Result<BatchRow> GetBatch(int64_t id);
+  Result<std::vector<BatchRow>> ListBatches();
+  Result<BatchRow> CancelBatch(int64_t id, const std::string& actor);
 
  private:
   ConnectionPool* pool_;

@@ -6,7 +6,13 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "core/template.h"
 #include "server/store/store.h"
+
+// A baseline's runs: its own, or for a frozen config the variant runs of its experiment.
+#define BASELINE_RUNS                                                                   \
+  "(r.baseline_id = b.id OR (b.source_experiment_id IS NOT NULL AND r.experiment_id = " \
+  "b.source_experiment_id AND r.arm = 'variant'))"
 
 namespace tunectl::internal {
 
@@ -47,5 +53,8 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
 // Decides the experiment (verdict, tuning-log entry) once none of its runs is active. The
 // caller holds the experiment row lock.
 void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::string& actor);
+Result<ExperimentRow> LoadExperimentById(pqxx::work& w, int64_t id);
+// Creates an experiment (and its first pairs) inside the caller's transaction.
+Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in, const std::string& actor);
 
 }  // namespace tunectl::internal

@@ -255,3 +255,22 @@ TEST(Verdict, PairedComparisonCancelsDriftBetweenPairs) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(BatchAdjustment, HolmKeepsOnlyCallsThatSurviveTheCorrection) {
+  auto a = AdjustBatch({"improved", "improved", "unchanged", ""}, {0.001, 0.03, 0.5, 0.01}, "holm");
+  // Holm over {0.001, 0.03, 0.5, 1 (undecided)}: 0.004, 0.09, 1, 1
+  EXPECT_NEAR(a.adjusted_p[0], 0.004, 1e-12);
+  EXPECT_NEAR(a.adjusted_p[1], 0.09, 1e-12);
+  EXPECT_EQ(a.decisions[0], "improved");
+  EXPECT_EQ(a.decisions[1], "inconclusive (after Holm)");
+  EXPECT_EQ(a.decisions[2], "unchanged");
+  EXPECT_EQ(a.decisions[3], "");
+  auto bh = AdjustBatch({"improved", "improved"}, {0.02, 0.04}, "bh");
+  EXPECT_EQ(bh.decisions[1], "improved");  // BH: 0.04 * 2/2
+}
+
+}  // namespace
+}  // namespace tunectl

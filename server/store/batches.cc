@@ -1,0 +1,200 @@
+// Store: off-peak schedules and batches of experiments.
+#include <set>
+
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace tunectl {
+
+using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
+
+namespace {
+
+const char* const kScheduleSelect =
+    "SELECT id, name, COALESCE(window_spec, ''), COALESCE(cron, ''), duration_s, tz, max_agents, "
+    "actor, tunectl_ts(created_at) FROM schedules ";
+
+ScheduleRow ScheduleFromRow(const pqxx::row& r) {
+  ScheduleRow s;
+  s.id = r[0].as<int64_t>();
+  s.name = r[1].as<std::string>();
+  s.window = r[2].as<std::string>();
+  s.cron = r[3].as<std::string>();
+  s.duration_s = r[4].as<int64_t>();
+  s.tz = r[5].as<std::string>();
+  s.max_agents = r[6].as<int>();
+  s.actor = r[7].as<std::string>();
+  s.created_at = r[8].as<std::string>();
+  return s;
+}
+
+Result<BatchRow> LoadBatch(pqxx::work& w, int64_t id) {
+  auto r = w.exec_params(
+      "SELECT b.id, wl.name, COALESCE(s.name, ''), b.state, b.correction, b.actor, "
+      "tunectl_ts(b.created_at), b.baseline_id, COALESCE(b.schedule_id, 0) FROM batches b "
+      "JOIN workloads wl ON wl.id = b.workload_id LEFT JOIN schedules s ON s.id = b.schedule_id "
+      "WHERE b.id = $1",
+      id);
+  if (r.empty()) return Status::NotFound("batch " + std::to_string(id) + " not found");
+  BatchRow b;
+  b.id = r[0][0].as<int64_t>();
+  b.workload = r[0][1].as<std::string>();
+  b.schedule = r[0][2].as<std::string>();
+  b.state = r[0][3].as<std::string>();
+  b.correction = r[0][4].as<std::string>();
+  b.actor = r[0][5].as<std::string>();
+  b.created_at = r[0][6].as<std::string>();
+  b.baseline_id = r[0][7].as<int64_t>();
+  b.schedule_id = r[0][8].as<int64_t>();
+  bool running = false;
+  for (const auto& e :
+       w.exec_params("SELECT id FROM experiments WHERE batch_id = $1 ORDER BY id", id)) {
+    auto x = LoadExperimentById(w, e[0].as<int64_t>());
+    if (!x.ok()) return x.status();
+    running |= x->state == "running";
+    b.experiments.push_back(*x);
+  }
+  if (b.state == "running" && !running) b.state = "done";
+  return b;
+}
+
+}  // namespace
+
+Result<int64_t> Store::CreateSchedule(const ScheduleRow& s, const std::string& actor) {
+  return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
+    if (!w.exec_params("SELECT 1 FROM schedules WHERE name = $1", s.name).empty())
+      return Status::AlreadyExists("schedule \"" + s.name + "\" exists already; pick another name");
+    const int64_t id =
+        w.exec_params1(
+             "INSERT INTO schedules(name, window_spec, cron, duration_s, tz, max_agents, actor) "
+             "VALUES "
+             "($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+             s.name, s.window.empty() ? std::nullopt : std::optional<std::string>(s.window),
+             s.cron.empty() ? std::nullopt : std::optional<std::string>(s.cron), s.duration_s, s.tz,
+             s.max_agents, actor)[0]
+            .as<int64_t>();
+    Audit(w, actor, "schedule.created", "schedule", id,
+          {{"name", s.name}, {"window", s.window}, {"cron", s.cron}, {"tz", s.tz}});
+    return id;
+  });
+}
+
+Result<std::vector<ScheduleRow>> Store::ListSchedules() {
+  return InTx<std::vector<ScheduleRow>>(
+      pool_, [&](pqxx::work& w) -> Result<std::vector<ScheduleRow>> {
+        std::vector<ScheduleRow> out;
+        for (const auto& r : w.exec(std::string(kScheduleSelect) + "ORDER BY name"))
+          out.push_back(ScheduleFromRow(r));
+        return out;
+      });
+}
+
+Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) {
+  return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
+    if (in.correction != "holm" && in.correction != "bh")
+      return Status::InvalidArgument("--correction: \"" + in.correction +
+                                     "\" is not allowed; allowed: holm, bh");
+    if (in.vary.empty())
+      return Status::InvalidArgument(
+          "--vary: missing; e.g. --vary num_workers=8,16 --vary prefetch_factor=4");
+    int64_t schedule_id = 0;
+    if (!in.schedule.empty()) {
+      auto s = w.exec_params("SELECT id FROM schedules WHERE name = $1", in.schedule);
+      if (s.empty())
+        return Status::NotFound("schedule \"" + in.schedule +
+                                "\" not found; create it with tunectl schedule create " +
+                                in.schedule + " --window …");
+      schedule_id = s[0][0].as<int64_t>();
+    }
+    // Expand NAME=V1,V2 into single-variable changes, refusing duplicates.
+    std::vector<std::string> singles;
+    std::set<std::string> seen;
+    for (const auto& v : in.vary) {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Status::InvalidArgument("--vary: \"" + v + "\" is not NAME=VALUE[,VALUE…]");
+      std::string values = v.substr(eq + 1) + ",";
+      for (size_t p = 0, c; (c = values.find(',', p)) != std::string::npos; p = c + 1) {
+        const std::string one = v.substr(0, eq) + "=" + values.substr(p, c - p);
+        if (values.substr(p, c - p).empty())
+          return Status::InvalidArgument("--vary: \"" + v + "\" has an empty value");
+        if (seen.insert(one).second) singles.push_back(one);
+      }
+    }
+    // The first experiment resolves the baseline (its rules: --baseline, else the latest
+    // completed one of the current config); the others use the same one.
+    ExperimentIn e;
+    e.workload = in.workload;
+    e.baseline_id = in.baseline_id;
+    e.repeats = in.repeats;
+    e.schedule_id = schedule_id;
+    std::vector<int64_t> ids;
+    for (const auto& one : singles) {
+      e.vary = {one};
+      auto id = CreateExperimentTx(w, e, actor);
+      if (!id.ok())
+        return Status(id.status().code() == Status::Code::kInvalidArgument
+                          ? Status::InvalidArgument("batch: " + one + ": " + id.status().message())
+                          : id.status());
+      ids.push_back(*id);
+      if (e.baseline_id == 0)
+        e.baseline_id = w.exec_params1("SELECT baseline_id FROM experiments WHERE id = $1", *id)[0]
+                            .as<int64_t>();
+    }
+    const int64_t batch =
+        w.exec_params1(
+             "INSERT INTO batches(workload_id, baseline_id, schedule_id, correction, actor) "
+             "SELECT workload_id, id, $2, $3, $4 FROM baselines WHERE id = $1 RETURNING id",
+             e.baseline_id, schedule_id ? std::optional<int64_t>(schedule_id) : std::nullopt,
+             in.correction, actor)[0]
+            .as<int64_t>();
+    for (int64_t id : ids)
+      w.exec_params0("UPDATE experiments SET batch_id = $1 WHERE id = $2", batch, id);
+    Audit(w, actor, "batch.created", "batch", batch,
+          {{"experiments", ids}, {"schedule", in.schedule}, {"correction", in.correction}});
+    return batch;
+  });
+}
+
+Result<BatchRow> Store::GetBatch(int64_t id) {
+  return InTx<BatchRow>(pool_, [&](pqxx::work& w) { return LoadBatch(w, id); });
+}
+
+Result<std::vector<BatchRow>> Store::ListBatches() {
+  return InTx<std::vector<BatchRow>>(pool_, [&](pqxx::work& w) -> Result<std::vector<BatchRow>> {
+    std::vector<BatchRow> out;
+    for (const auto& r : w.exec("SELECT id FROM batches ORDER BY id")) {
+      auto b = LoadBatch(w, r[0].as<int64_t>());
+      if (!b.ok()) return b.status();
+      out.push_back(*b);
+    }
+    return out;
+  });
+}
+
+Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
+  return InTx<BatchRow>(pool_, [&](pqxx::work& w) -> Result<BatchRow> {
+    auto b = LoadBatch(w, id);
+    if (!b.ok()) return b.status();
+    if (b->state != "running")
+      return Status::FailedPrecondition("batch " + std::to_string(id) + " is " + b->state +
+                                        "; only a running one can be cancelled");
+    w.exec_params0("UPDATE batches SET state = 'cancelled' WHERE id = $1", id);
+    w.exec_params0(
+        "UPDATE runs SET state = 'cancelled', finished_at = now(), reason = 'batch cancelled' "
+        "WHERE "
+        "state = 'queued' AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND "
+        "state = 'running')",
+        id);
+    w.exec_params0(
+        "UPDATE runs SET cancel_requested = true WHERE state IN ('assigned','running') AND "
+        "experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND state = 'running')",
+        id);
+    w.exec_params0(
+        "UPDATE experiments SET state = 'cancelled' WHERE batch_id = $1 AND state = 'running'", id);
+    Audit(w, actor, "batch.cancelled", "batch", id, json::object());
+    return LoadBatch(w, id);
+  });
+}
+
+}  // namespace tunectl

@@ -1,0 +1,70 @@
+"""End to end: a batch on a schedule whose window opens a few seconds into the test runs only
+inside it, and `batch show` says what waits for which window."""
+import datetime as dt
+import json
+import os
+import time
+import unittest
+
+from cluster import SRC, Cluster
+
+DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
+
+
+def iso(s):
+    return dt.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+
+
+class BatchE2E(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster()
+        cls.c.start_agent("node-1", slots=1)
+        cls.c.cli("workload", "apply", "-f", DEMO)
+        cls.c.cli("baseline", "create", "--repeats", "3", "--wait")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+
+    def test_batch_runs_only_inside_its_window(self):
+        c = self.c
+        now = dt.datetime.now(dt.timezone.utc)
+        start = (now + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
+        if (start - now).total_seconds() < 8:  # leave time to look before it opens
+            start += dt.timedelta(minutes=1)
+        end = start + dt.timedelta(minutes=10)
+        window = f"daily {start:%H:%M}-{end:%H:%M}"
+        p = c.cli("schedule", "create", "soon", "--window", window, "--tz", "UTC")
+        self.assertIn("next window", p.stdout)
+        bad = c.cli("schedule", "create", "x", "--window", "Mon-Fry 01:00-02:00", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn('"Mon-Fry" is not a day range', bad.stderr)
+        self.assertEqual(len(c.json("schedule", "list")), 1)
+
+        b = json.loads(c.cli("batch", "create", "--vary", "num_workers=2,4", "--schedule", "soon",
+                             "--repeats", "4", "-o", "json").stdout)
+        self.assertEqual(len(b["experiments"]), 2)
+        self.assertIn("run only inside schedule soon", b["waiting"])
+        self.assertIn("next window", b["waiting"])
+        time.sleep(2)
+        queued = [r for r in c.json("run", "list") if r["experiment_id"]]
+        self.assertTrue(queued)
+        self.assertTrue(all(r["state"] == "queued" for r in queued), queued)
+        self.assertIn("waiting for schedule soon", queued[0]["wait_reason"])
+
+        c.wait_for(lambda: c.json("batch", "show", str(b["id"]))["state"] == "done",
+                   timeout=300, what="the batch to finish inside its window")
+        runs = [r for r in c.json("run", "list") if r["experiment_id"]]
+        first = min(iso(r["started_at"]) for r in runs)
+        self.assertGreaterEqual(first, start, "a run started before the window opened")
+        shown = c.json("batch", "show", str(b["id"]))
+        for e in shown["experiments"]:
+            self.assertEqual(e["decision"], "improved", e)
+            self.assertLess(e["adjusted_p"], 0.05)
+            self.assertEqual(e["adjusted_decision"], "improved")
+        self.assertIn("Holm", c.cli("batch", "show", str(b["id"])).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
