@@ -68,6 +68,7 @@ bool Agent::Session() {
     for (const auto& [k, v] : opts_.labels) (*h->mutable_labels())[k] = v;
     h->set_slots(opts_.slots);
     h->set_version(TUNECTL_VERSION);
+    h->set_busy(Busy());
     for (const auto& [id, r] : runs_) {
       auto* ref = h->add_active_runs();
       ref->set_run_id(id);
@@ -179,12 +180,23 @@ void Agent::CancelRun(const v1::Cancel& c) {
   if (it != runs_.end() && it->second.attempt == c.attempt()) it->second.cancel->store(true);
 }
 
+bool Agent::Busy() {
+  if (opts_.idle_probe.empty()) return false;
+  auto r = RunCommand(*launcher_, {{"sh", "-c", opts_.idle_probe}, {}, opts_.executor.workdir});
+  return !r.ok() || !r->status.ok();
+}
+
 void Agent::HeartbeatLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
     cv_.wait_for(l, std::chrono::milliseconds(heartbeat_ms_), [&] { return stop_.load(); });
     if (stop_ || !stream_) continue;
+    l.unlock();
+    const bool busy = Busy();  // may take a moment: not under the lock
+    l.lock();
+    if (stop_ || !stream_) continue;
     v1::AgentMessage m;
+    m.mutable_heartbeat()->set_busy(busy);
     int running = 0;
     for (const auto& [_, r] : runs_) running += r.done ? 0 : 1;
     m.mutable_heartbeat()->set_running(running);

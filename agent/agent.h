@@ -29,6 +29,7 @@ struct AgentOptions {
   ExecutorOptions executor;
   int backoff_initial_ms = 250;  // reconnect backoff, doubling …
   int backoff_max_ms = 5000;     // … up to this
+  std::string idle_probe;        // shell command; exit 0 = node free of production work
 };
 
 class Agent : private RunSink {
@@ -61,6 +62,7 @@ class Agent : private RunSink {
   void CancelRun(const v1::Cancel& c);
   void ReapFinished();
   void HeartbeatLoop();
+  bool Busy();  // runs the idle probe (false when there is none)
 
   void OnStarted(const v1::RunStarted& m) override;
   void OnBatch(const v1::MetricBatch& m) override;

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
                  "send a metric batch when its oldest sample is this old")
       ->capture_default_str()
       ->check(CLI::Range(10, 600000));
+  app.add_option("--idle-probe", opts.idle_probe,
+                 "shell command that exits 0 when the node is free of production work; while it "
+                 "fails, no runs start here");
   CLI11_PARSE(app, argc, argv);
 
   for (const auto& l : labels) {

@@ -240,6 +240,7 @@ ojson AgentJson(const v1::Agent& a) {
   j["slots"] = a.slots();
   j["running"] = a.running();
   j["connected"] = a.connected();
+  j["busy"] = a.busy();
   j["last_seen"] = a.last_seen();
   j["version"] = a.version();
   return j;
@@ -248,7 +249,10 @@ ojson AgentJson(const v1::Agent& a) {
 Table AgentsTable(const v1::ListAgentsResponse& r) {
   Table t{{"name", "status", "slots", "running", "labels", "last seen", "version"}, {}};
   for (const auto& a : r.agents())
-    t.rows.push_back({a.name(), a.connected() ? "connected" : "disconnected",
+    t.rows.push_back({a.name(),
+                      !a.connected() ? "disconnected"
+                      : a.busy()     ? "busy (idle probe)"
+                                     : "connected",
                       std::to_string(a.slots()), std::to_string(a.running()),
                       FormatParams(a.labels()), a.last_seen(), a.version()});
   return t;

@@ -35,11 +35,19 @@ std::string WaitReason(const LabelMap& selector, const std::vector<AgentView>& a
     return "waiting: no connected agent matches " + sel + "; connected: " + offered;
   }
   bool any_connected = false;
+  std::string busy;
   for (const auto* a : matching) {
     if (!a->connected) continue;
     any_connected = true;
+    if (a->busy) {
+      busy += (busy.empty() ? "" : ", ") + a->name;
+      continue;
+    }
     if (a->running < a->slots) return "waiting: dispatch to " + a->name + " pending";
   }
+  if (!busy.empty())
+    return "waiting: agents matching " + sel +
+           " report production work (idle probe fails): " + busy;
   if (!any_connected) {
     std::string names;
     for (const auto* a : matching) names += (names.empty() ? "" : ", ") + a->name;

@@ -15,6 +15,7 @@ struct AgentView {
   int slots = 0;
   int running = 0;
   bool connected = false;
+  bool busy = false;  // its idle probe fails (production work on the node)
 };
 
 // Every selector key must be present in `labels` with the same value.

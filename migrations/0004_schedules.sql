@@ -26,3 +26,6 @@ CREATE TABLE batches (
 ALTER TABLE experiments ADD COLUMN batch_id bigint REFERENCES batches(id),
                         ADD COLUMN schedule_id bigint REFERENCES schedules(id),
                         ADD COLUMN expected_s int NOT NULL DEFAULT 0;  -- a run's expected duration
+
+-- An agent whose idle probe fails (production work on the node) gets no new runs.
+ALTER TABLE agents ADD COLUMN busy boolean NOT NULL DEFAULT false;

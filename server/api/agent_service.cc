@@ -62,6 +62,8 @@ grpc::Status AgentServiceImpl::Session(
   session->name = h.name();
   session->labels = labels;
   session->slots = h.slots();
+  session->busy = h.busy();
+  store_->TouchAgent(*id, h.busy());
   v1::ServerMessage welcome;
   welcome.mutable_welcome()->set_agent_id(*id);
   welcome.mutable_welcome()->set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
@@ -76,7 +78,16 @@ grpc::Status AgentServiceImpl::Session(
     Status st;
     v1::ServerMessage ack;
     switch (in.msg_case()) {
-      case v1::AgentMessage::kHeartbeat: st = store_->TouchAgent(*id); break;
+      case v1::AgentMessage::kHeartbeat:
+        if (session->busy != in.heartbeat().busy()) {
+          log_(LogLevel::kInfo,
+               "agent " + h.name() +
+                   (in.heartbeat().busy() ? " is busy (idle probe fails)" : " is idle again"));
+          session->busy = in.heartbeat().busy();
+          if (!session->busy) dispatcher_->Notify();
+        }
+        st = store_->TouchAgent(*id, in.heartbeat().busy());
+        break;
       case v1::AgentMessage::kRunStarted:
         st = store_->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(), *id);
         break;

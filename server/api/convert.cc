@@ -101,6 +101,7 @@ void ToProto(const AgentRow& a, v1::Agent* out) {
   out->set_connected(a.connected);
   out->set_last_seen(a.last_seen);
   out->set_version(a.version);
+  out->set_busy(a.busy);
 }
 
 void ToProto(const LaunchPlan& p, v1::Assign* out) {

@@ -23,7 +23,7 @@ Status ExplainWaits(Store& store, ScheduleBook& book, std::vector<RunRow*> runs)
   if (!agents.ok()) return agents.status();
   std::vector<AgentView> views;
   for (const auto& a : *agents)
-    views.push_back({a.name, a.labels, a.slots, a.running, a.connected});
+    views.push_back({a.name, a.labels, a.slots, a.running, a.connected, a.busy});
   std::vector<ScheduleRow> schedules;
   for (auto* r : runs) {
     if (r->state != "queued") continue;

@@ -76,6 +76,7 @@ int Dispatcher::DispatchOnce() {
         s->Send(m);
       }
     }
+    if (s->busy) continue;
     auto plans = store_->ClaimRuns(s->agent_id, s->labels, s->slots, open);
     if (!plans.ok()) {
       log_(LogLevel::kWarn, "dispatch to " + s->name + ": " + plans.status().ToString());

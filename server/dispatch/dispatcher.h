@@ -26,6 +26,7 @@ class AgentSession {
   std::string name;
   LabelMap labels;
   int slots = 0;
+  std::atomic<bool> busy{false};  // idle probe failed: start nothing here
 };
 
 struct DispatcherOptions {

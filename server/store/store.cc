@@ -512,9 +512,9 @@ Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& la
   });
 }
 
-Status Store::TouchAgent(int64_t agent_id) {
+Status Store::TouchAgent(int64_t agent_id, bool busy) {
   return ToStatus(InTx<bool>(pool_, [&](pqxx::work& w) -> Result<bool> {
-    w.exec_params0("UPDATE agents SET last_seen = now() WHERE id = $1", agent_id);
+    w.exec_params0("UPDATE agents SET last_seen = now(), busy = $2 WHERE id = $1", agent_id, busy);
     return true;
   }));
 }
@@ -538,7 +538,7 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
     auto r = w.exec(
         "SELECT a.id, a.name, a.labels::text, a.slots, a.connected, a.version, "
         "tunectl_ts(a.last_seen), (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND "
-        "r.state IN ('assigned','running')) FROM agents a ORDER BY a.name");
+        "r.state IN ('assigned','running')), a.busy FROM agents a ORDER BY a.name");
     for (const auto& row : r) {
       AgentRow a;
       a.id = row[0].as<int64_t>();
@@ -549,6 +549,7 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
       a.version = row[5].as<std::string>();
       a.last_seen = row[6].as<std::string>();
       a.running = row[7].as<int>();
+      a.busy = row[8].as<bool>();
       out.push_back(a);
     }
     return out;

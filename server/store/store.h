@@ -92,6 +92,7 @@ struct AgentRow {
   int slots = 0;
   int running = 0;
   bool connected = false;
+  bool busy = false;
   std::string version;
   std::string last_seen;
 };
@@ -248,7 +249,7 @@ class Store {
   // Agents
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
                                 const std::string& version, const std::string& session);
-  Status TouchAgent(int64_t agent_id);
+  Status TouchAgent(int64_t agent_id, bool busy = false);
   // Marks the agent disconnected if `session` still owns it.
   Status DisconnectAgent(int64_t agent_id, const std::string& session);
   Result<std::vector<AgentRow>> ListAgents();

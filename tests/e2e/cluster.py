@@ -57,11 +57,11 @@ class Cluster:
             self.server.send_signal(signal.SIGTERM)
             self.server.wait(timeout=60)
 
-    def start_agent(self, name, labels=("pool=cpu",), slots=2):
+    def start_agent(self, name, labels=("pool=cpu",), slots=2, extra=()):
         log = open(os.path.join(self.dir, f"agent-{name}.log"), "ab")
         args = [os.path.join(BIN, "tunectl-agent"), "--server", self.addr, "--name", name,
                 "--slots", str(slots), "--workdir", SRC, "--runs-dir", self.runs_dir(name),
-                "--batch-ms", "200"]
+                "--batch-ms", "200", *extra]
         for l in labels:
             args += ["--label", l]
         self.agents[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

@@ -66,5 +66,26 @@ class BatchE2E(unittest.TestCase):
         self.assertIn("Holm", c.cli("batch", "show", str(b["id"])).stdout)
 
 
+    def test_idle_probe_keeps_runs_off_a_busy_node(self):
+        c = self.c
+        free = os.path.join(c.dir, "node-free")
+        c.start_agent("prod-node", labels=("pool=prod",), slots=1,
+                      extra=("--idle-probe", f"test -f {free}"))
+        with open(DEMO) as f:
+            text = f.read().replace("name: demo", "name: demo-prod").replace(
+                "selector: {pool: cpu}", "selector: {pool: prod}")
+        c.cli("workload", "apply", "-f", c.write("prod.yaml", text))
+        bid = c.cli("baseline", "create", "--workload", "demo-prod", "--repeats", "1").stdout.strip()
+        time.sleep(2)
+        runs = c.json("run", "list", "--baseline", bid)
+        self.assertEqual(runs[0]["state"], "queued")
+        self.assertIn("idle probe fails", runs[0]["wait_reason"])
+        agent = [a for a in c.json("agent", "list") if a["name"] == "prod-node"][0]
+        self.assertTrue(agent["busy"])
+        open(free, "w").close()  # production work is gone
+        c.wait_for(lambda: c.json("baseline", "show", bid)["state"] == "completed", timeout=60,
+                   what="the run to start once the node is free")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

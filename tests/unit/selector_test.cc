@@ -35,3 +35,15 @@ TEST(WaitReason, MatchingButDisconnectedOrBusy) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(WaitReason, BusyAgentsAreNamed) {
+  std::vector<AgentView> agents = {{"n1", {{"pool", "cpu"}}, 2, 0, true, true}};
+  EXPECT_THAT(WaitReason({{"pool", "cpu"}}, agents),
+              HasSubstr("report production work (idle probe fails): n1"));
+}
+
+}  // namespace
+}  // namespace tunectl
