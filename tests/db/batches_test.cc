@@ -124,3 +124,37 @@ TEST(Batches, CancelStopsEveryExperiment) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+// Each "night" the window opens with room for one pair on a 2-slot agent, then closes: the
+// batch resumes night after night until its experiment is decided.
+TEST(Batches, ABatchSpanningSeveralNightsCompletes) {
+  TUNECTL_TEST_DB(db);
+  Measurement s = Measured(std::move(db));
+  Store& st = s.db->store();
+  auto id = st.CreateBatch({"", 0, {"nw=8"}, "nightly", 6, "holm"}, "u");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  const std::string open = "{\"" + std::to_string(s.schedule) + "\": 100}";
+  int nights = 0;
+  while (st.GetBatch(*id)->state == "running" && nights < 20) {
+    ++nights;
+    auto plans = st.ClaimRuns(s.agent, {}, 2, open);  // two runs fit tonight
+    ASSERT_TRUE(plans.ok());
+    for (const auto& p : *plans) {
+      const double level = st.GetRun(p.run_id)->arm == "variant" ? 200 : 100;
+      ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1,
+                                       {{"sps", 1, level, 1}, {"sps", 2, level + 1, 2}}));
+      ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 2}, "agent:n1").ok());
+    }
+    EXPECT_TRUE(st.ClaimRuns(s.agent, {}, 2, "{}")->empty());  // day: the window is closed
+  }
+  EXPECT_GE(nights, 3);
+  auto b = st.GetBatch(*id);
+  EXPECT_EQ(b->state, "done");
+  EXPECT_EQ(b->experiments[0].decision, "improved");
+}
+
+}  // namespace
+}  // namespace tunectl
