@@ -1,0 +1,130 @@
+#include "core/regression.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/statistics.h"
+
+namespace tunectl {
+namespace {
+
+// Two-sample Student t-test (pooled variance) of x[a, t) against x[t, b): two-sided p.
+double PooledP(const std::vector<double>& x, size_t a, size_t t, size_t b) {
+  const double m = static_cast<double>(t - a), n = static_cast<double>(b - t);
+  double ml = 0, mr = 0;
+  for (size_t i = a; i < t; ++i) ml += x[i];
+  for (size_t i = t; i < b; ++i) mr += x[i];
+  ml /= m;
+  mr /= n;
+  double ss = 0;
+  for (size_t i = a; i < t; ++i) ss += (x[i] - ml) * (x[i] - ml);
+  for (size_t i = t; i < b; ++i) ss += (x[i] - mr) * (x[i] - mr);
+  const double df = m + n - 2;
+  if (df < 1) return 1;
+  const double se = std::sqrt(ss / df * (1 / m + 1 / n));
+  if (se == 0) return ml == mr ? 1 : 0;
+  const double tt = (mr - ml) / se;
+  return RegularizedBeta(df / (df + tt * tt), df / 2, 0.5);
+}
+
+double Mean(const std::vector<double>& v, size_t a, size_t b) {
+  double s = 0;
+  for (size_t i = a; i < b; ++i) s += v[i];
+  return s / static_cast<double>(b - a);
+}
+
+// E-divisive statistic for splitting [a, b) at t (alpha = 1 energy distance, scaled).
+double Energy(const std::vector<double>& x, size_t a, size_t t, size_t b) {
+  const double m = static_cast<double>(t - a), n = static_cast<double>(b - t);
+  double between = 0, left = 0, right = 0;
+  for (size_t i = a; i < t; ++i)
+    for (size_t j = t; j < b; ++j) between += std::fabs(x[i] - x[j]);
+  for (size_t i = a; i < t; ++i)
+    for (size_t k = i + 1; k < t; ++k) left += std::fabs(x[i] - x[k]);
+  for (size_t j = t; j < b; ++j)
+    for (size_t k = j + 1; k < b; ++k) right += std::fabs(x[j] - x[k]);
+  const double e = 2 * between / (m * n) - (m > 1 ? left / (m * (m - 1) / 2) : 0) -
+                   (n > 1 ? right / (n * (n - 1) / 2) : 0);
+  return m * n / (m + n) * e;
+}
+
+void Split(const std::vector<double>& x, size_t a, size_t b, const ChangePointOptions& o,
+           std::vector<ChangePoint>* out) {
+  if (b - a < 2 * o.min_segment) return;
+  size_t best = 0;
+  double best_q = -1;
+  for (size_t t = a + o.min_segment; t + o.min_segment <= b; ++t) {
+    const double q = Energy(x, a, t, b);
+    if (q > best_q) best_q = q, best = t;
+  }
+  if (best == 0) return;
+  const double p = PooledP(x, a, best, b);
+  const double before = Mean(x, a, best), after = Mean(x, best, b);
+  const double magnitude = before != 0 ? std::fabs(after / before - 1) : 0;
+  if (p >= o.max_p || magnitude < o.min_magnitude) return;
+  out->push_back({best, before, after, p});
+  Split(x, a, best, o, out);
+  Split(x, best, b, o, out);
+}
+
+}  // namespace
+
+std::vector<ChangePoint> EDivisive(const std::vector<double>& x, const ChangePointOptions& o) {
+  std::vector<ChangePoint> found;
+  const size_t n = x.size(), w = std::max<size_t>(o.window, 2 * o.min_segment);
+  // Overlapping windows (step w/2) keep the cost bounded on long series; a change found in two
+  // windows is kept once.
+  for (size_t start = 0;; start += w / 2) {
+    const size_t end = std::min(n, start + w);
+    std::vector<ChangePoint> local;
+    Split(x, start, end, o, &local);
+    for (const auto& c : local) {
+      bool dup = false;
+      for (const auto& f : found)
+        dup |= (f.index > c.index ? f.index - c.index : c.index - f.index) < o.min_segment;
+      if (!dup) found.push_back(c);
+    }
+    if (end == n) break;
+  }
+  std::sort(found.begin(), found.end(),
+            [](const ChangePoint& a, const ChangePoint& b) { return a.index < b.index; });
+  // Re-validate every change point against its neighbouring segments of the final segmentation;
+  // drop the weakest failing one and repeat until all hold.
+  for (;;) {
+    int weakest = -1;
+    double weakest_p = -1;
+    for (size_t i = 0; i < found.size(); ++i) {
+      const size_t a = i == 0 ? 0 : found[i - 1].index,
+                   b = i + 1 < found.size() ? found[i + 1].index : n;
+      found[i].before = Mean(x, a, found[i].index);
+      found[i].after = Mean(x, found[i].index, b);
+      found[i].p = PooledP(x, a, found[i].index, b);
+      const double magnitude =
+          found[i].before != 0 ? std::fabs(found[i].after / found[i].before - 1) : 0;
+      const bool holds = found[i].p < o.max_p && magnitude >= o.min_magnitude;
+      if (!holds && found[i].p > weakest_p) weakest = static_cast<int>(i), weakest_p = found[i].p;
+    }
+    if (weakest < 0) break;
+    found.erase(found.begin() + weakest);
+  }
+  return found;
+}
+
+NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
+                        double alpha) {
+  NewRunCheck c;
+  const size_t n = history.size();
+  if (n < 3) return c;
+  c.level = Mean(history, 0, n);
+  double ss = 0;
+  for (double v : history) ss += (v - c.level) * (v - c.level);
+  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+  // One-sided prediction interval for one new observation.
+  const double q =
+      StudentTQuantile(1 - alpha, static_cast<double>(n - 1)) * sd * std::sqrt(1 + 1.0 / n);
+  c.bound = better == Better::kHigher ? c.level - q : c.level + q;
+  c.regression = better == Better::kHigher ? value < c.bound : value > c.bound;
+  return c;
+}
+
+}  // namespace tunectl

@@ -1,0 +1,42 @@
+// Regression watch over a series of run summaries after a freeze. Pure functions.
+//  - Change points: E-divisive (as in Apache Otava/Hunter): in a window, split where the energy
+//    distance between the two sides is largest; keep the split when a two-sample t-test between
+//    the sides has p below `max_p` and the level moved by at least `min_magnitude`; recurse; at
+//    the end re-test every change point against its neighbouring segments.
+//  - New-run check: is the newest run worse than the runs since the last change point, by a
+//    one-sided prediction-interval t boundary?
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/spec.h"
+
+namespace tunectl {
+
+struct ChangePointOptions {
+  size_t window = 50;           // points per analysis window (overlapping by half)
+  double max_p = 0.001;         // Welch t-test p-value threshold
+  double min_magnitude = 0.03;  // |after/before - 1| at least this (the metric's min_effect)
+  size_t min_segment = 5;       // points on each side of a change
+};
+
+struct ChangePoint {
+  size_t index = 0;   // first point of the new level
+  double before = 0;  // mean level before / after
+  double after = 0;
+  double p = 1;
+};
+
+std::vector<ChangePoint> EDivisive(const std::vector<double>& x, const ChangePointOptions& o = {});
+
+struct NewRunCheck {
+  bool regression = false;
+  double level = 0;  // mean of the reference runs
+  double bound = 0;  // the value past which a run counts as a regression
+};
+// `history`: summaries since the last change point (oldest first); `value`: the new run's.
+NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
+                        double alpha = 0.01);
+
+}  // namespace tunectl
