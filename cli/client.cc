@@ -119,6 +119,12 @@ class GrpcClient : public Client {
     return Call<v1::Batch>(&v1::TuningService::Stub::CancelBatch, r);
   }
 
+  Result<v1::Regression> GetRegression(const std::string& workload) override {
+    v1::GetRegressionRequest r;
+    r.set_workload(workload);
+    return Call<v1::Regression>(&v1::TuningService::Stub::GetRegression, r);
+  }
+
  private:
   template <typename Resp, typename Req, typename Method>
   Result<Resp> Call(Method m, const Req& req) {

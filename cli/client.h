@@ -39,6 +39,7 @@ class Client {
   virtual Result<v1::Batch> GetBatch(int64_t id) = 0;
   virtual Result<v1::ListBatchesResponse> ListBatches() = 0;
   virtual Result<v1::Batch> CancelBatch(int64_t id) = 0;
+  virtual Result<v1::Regression> GetRegression(const std::string& workload) = 0;
 };
 
 }  // namespace tunectl

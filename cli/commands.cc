@@ -442,6 +442,12 @@ int BatchCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   return 0;
 }
 
+int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.GetRegression(o.workload);
+  if (!r.ok()) return Fail(err, r.status());
+  return ShowOne(*r, o, out, err, &RegressionJson, &RegressionDetail);
+}
+
 }  // namespace
 
 int ExitCode(const Status& s) {
@@ -492,6 +498,8 @@ const std::vector<Command>& Commands() {
        &BatchShow},
       {"batch", "list", "list batches", &BatchList},
       {"batch", "cancel", "stop a batch", &BatchCancel},
+      {"regress", "show", "the current config's run series, change points and alerts",
+       &RegressShow},
   };
   return k;
 }

@@ -431,4 +431,54 @@ std::string BatchDetail(const v1::Batch& b) {
   return out;
 }
 
+ojson RegressionJson(const v1::Regression& r) {
+  ojson j;
+  j["workload"] = r.workload();
+  j["config_version"] = r.config_version();
+  j["metric"] = r.metric();
+  j["unit"] = r.unit();
+  j["better"] = r.better();
+  ojson pts = ojson::array();
+  for (const auto& p : r.points())
+    pts.push_back({{"run_id", p.run_id()}, {"at", p.at()}, {"value", p.value()}});
+  j["series"] = pts;
+  ojson cps = ojson::array();
+  for (const auto& c : r.changes())
+    cps.push_back({{"first_run_id", c.first_run_id()},
+                   {"at", c.at()},
+                   {"before", c.before()},
+                   {"after", c.after()},
+                   {"p", c.p()},
+                   {"regression", c.regression()}});
+  j["change_points"] = cps;
+  j["latest"] = {{"regression", r.latest_regression()},
+                 {"level", r.latest_level()},
+                 {"bound", r.latest_bound()}};
+  j["alerts"] = std::vector<std::string>(r.alerts().begin(), r.alerts().end());
+  return j;
+}
+
+std::string RegressionDetail(const v1::Regression& r) {
+  std::string out = "Regression watch: " + r.workload() + " config v" +
+                    std::to_string(r.config_version()) + ", " + r.metric() + " (" + r.better() +
+                    " is better), " + std::to_string(r.points_size()) + " comparable runs\n";
+  if (r.changes_size() == 0) {
+    out += "change points: none\n";
+  } else {
+    Table t{{"first run", "at", "before", "after", "change", "p", "kind"}, {}};
+    for (const auto& c : r.changes())
+      t.rows.push_back({std::to_string(c.first_run_id()), c.at(), FormatNumber(c.before()),
+                        FormatNumber(c.after()), FormatEffect(c.after() / c.before()),
+                        FormatP(c.p()), c.regression() ? "REGRESSION" : "improvement"});
+    out += "change points (E-divisive, p < 0.001, at least the minimum effect):\n" + RenderTable(t);
+  }
+  if (r.points_size() >= 2)
+    out += "latest run " + std::to_string(r.points(r.points_size() - 1).run_id()) + ": " +
+           FormatNumber(r.points(r.points_size() - 1).value()) + " against level " +
+           FormatNumber(r.latest_level()) + " (regression bound " + FormatNumber(r.latest_bound()) +
+           "): " + (r.latest_regression() ? "REGRESSION" : "ok") + "\n";
+  for (const auto& a : r.alerts()) out += "ALERT: " + a + "\n";
+  return out;
+}
+
 }  // namespace tunectl

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||
         (n == "experiment" && (v == "run" || v == "list")) || n == "config" || n == "log")
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
-    if (n == "config") sub->add_option("workload", o.workload, "workload name");
+    if (n == "config" || n == "regress") sub->add_option("workload", o.workload, "workload name");
     if (n == "config" && v == "export")
       sub->add_option("--format", o.format, "json, yaml, env or args")->capture_default_str();
     if (n == "hypothesis" && v == "create") {
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       sub->add_flag("--wait", o.wait, "wait for the runs, showing progress, then show the summary");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
     }
-    if ((v == "show" && n != "config") || v == "cancel" || v == "freeze")
+    if ((v == "show" && n != "config" && n != "regress") || v == "cancel" || v == "freeze")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
     if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");

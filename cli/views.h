@@ -59,6 +59,9 @@ ojson BatchJson(const v1::Batch& b);
 Table BatchesTable(const v1::ListBatchesResponse& r);
 std::string BatchDetail(const v1::Batch& b);
 
+ojson RegressionJson(const v1::Regression& r);
+std::string RegressionDetail(const v1::Regression& r);
+
 std::string FormatP(double p);
 std::string FormatCi(double lo, double hi);  // "[+1.2%, +3.4%]"
 

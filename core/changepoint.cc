@@ -96,8 +96,9 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
     s.warnings.push_back("no samples after the declared warm-up");
     return s;
   }
-  // Windowed medians: about 25 windows per run, at least 1 sample each.
-  const size_t w = std::max<size_t>(1, (v.size() + 12) / 25);
+  // Windowed medians: about 25 windows per run, at least 3 samples each (a median of 2 is a
+  // mean, and lets one stalled step move a window).
+  const size_t w = std::max<size_t>(3, (v.size() + 12) / 25);
   std::vector<double> med;
   for (size_t i = 0; i < v.size(); i += w)
     med.push_back(Median(

@@ -11,8 +11,8 @@ log_interval (DEMO_LOG_INTERVAL) only changes how often it prints.
 Per log interval it prints
   step: 12 samples/s: 2011.3 step_time_ms: 15.91 data_wait_ms: 9.80
   {"loss": 2.2931, "step": 12}
-Set DEMO_SLOWDOWN_FILE to a file holding a factor (e.g. 1.3) to slow every step, as a degraded
-node would; the file is re-read every step.
+Set DEMO_SLOWDOWN_FILE to a file holding a factor (e.g. 1.3) to slow data reads and every step,
+as a degraded node would; the file is re-read every batch.
 """
 import argparse
 import hashlib
@@ -44,7 +44,7 @@ def slowdown():
 
 
 def load_batch(index, buf):
-    time.sleep(READ_MS / 1000.0)
+    time.sleep(READ_MS * slowdown() / 1000.0)  # a degraded node reads slower too
     hashlib.sha256(buf).digest()
     return index
 

@@ -62,6 +62,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                            v1::ListBatchesResponse*) override;
   grpc::Status CancelBatch(grpc::ServerContext*, const v1::CancelBatchRequest*,
                            v1::Batch*) override;
+  grpc::Status GetRegression(grpc::ServerContext*, const v1::GetRegressionRequest*,
+                             v1::Regression*) override;
 
  private:
   Status FillBatch(const BatchRow& b, v1::Batch* out);

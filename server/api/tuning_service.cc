@@ -1,6 +1,7 @@
 #include <chrono>
 
 #include "core/experiment.h"
+#include "core/regression.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
 
@@ -233,6 +234,12 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
 
 namespace {
 
+std::string FormatNumberPlain(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 int64_t NowS() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -376,6 +383,60 @@ grpc::Status TuningServiceImpl::CancelBatch(grpc::ServerContext* ctx,
   if (!b.ok()) return ToGrpc(b.status());
   dispatcher_->Notify();
   return ToGrpc(FillBatch(*b, resp));
+}
+
+grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
+                                              const v1::GetRegressionRequest* req,
+                                              v1::Regression* resp) {
+  auto s = store_->GetRegressionSeries(req->workload());
+  if (!s.ok()) return ToGrpc(s.status());
+  resp->set_workload(s->workload);
+  resp->set_config_version(s->config_version);
+  resp->set_metric(s->metric.name);
+  resp->set_unit(s->metric.unit);
+  resp->set_better(BetterName(s->metric.better));
+  std::vector<double> values;
+  for (const auto& p : s->points) {
+    auto* x = resp->add_points();
+    x->set_run_id(p.run_id);
+    x->set_at(p.at);
+    x->set_value(p.value);
+    values.push_back(p.value);
+  }
+  ChangePointOptions o;
+  o.min_magnitude = s->metric.min_effect;
+  const auto changes = EDivisive(values, o);
+  for (const auto& c : changes) {
+    auto* x = resp->add_changes();
+    const auto& first = s->points[c.index];
+    x->set_first_run_id(first.run_id);
+    x->set_at(first.at);
+    x->set_before(c.before);
+    x->set_after(c.after);
+    x->set_p(c.p);
+    const bool worse =
+        s->metric.better == Better::kHigher ? c.after < c.before : c.after > c.before;
+    x->set_regression(worse);
+    if (worse)
+      resp->add_alerts("regression: " + s->metric.name + " went from " +
+                       FormatNumberPlain(c.before) + " to " + FormatNumberPlain(c.after) + " (" +
+                       FormatEffect(c.after / c.before) + ") starting with run " +
+                       std::to_string(first.run_id) + " at " + first.at);
+  }
+  if (values.size() >= 2) {
+    const size_t from = changes.empty() ? 0 : changes.back().index;
+    std::vector<double> history(values.begin() + static_cast<std::ptrdiff_t>(from),
+                                values.end() - 1);
+    NewRunCheck check = CheckNewRun(history, values.back(), s->metric.better);
+    resp->set_latest_regression(check.regression);
+    resp->set_latest_level(check.level);
+    resp->set_latest_bound(check.bound);
+    if (check.regression)
+      resp->add_alerts("the latest run " + std::to_string(s->points.back().run_id) + " (" +
+                       FormatNumberPlain(values.back()) + ") is past the regression bound " +
+                       FormatNumberPlain(check.bound) + " of the runs since the last change");
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace tunectl

@@ -197,4 +197,30 @@ Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
   });
 }
 
+Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload) {
+  return InTx<RegressionSeries>(pool_, [&](pqxx::work& w) -> Result<RegressionSeries> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    RegressionSeries s;
+    s.workload = wl->name;
+    s.config_version = wl->config_version;
+    const MetricSpec* primary = nullptr;
+    for (const auto& m : wl->spec.metrics)
+      if (m.role == MetricRole::kPrimary) primary = &m;
+    if (!primary && !wl->spec.metrics.empty()) primary = &wl->spec.metrics[0];
+    if (!primary) return Status::FailedPrecondition("workload " + wl->name + " has no metrics");
+    s.metric = *primary;
+    for (const auto& r : w.exec_params(
+             "SELECT r.id, tunectl_ts(r.finished_at), rs.median FROM runs r JOIN run_summaries rs "
+             "ON rs.run_id = r.id AND rs.metric = $2 WHERE r.workload_id = $1 AND r.state = "
+             "'succeeded' AND rs.usable AND rs.median IS NOT NULL AND ((r.config_id = $3 AND "
+             "(r.arm IS NULL OR r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 "
+             "FROM experiments e WHERE e.id = r.experiment_id AND e.frozen_config_id = $3))) "
+             "ORDER BY r.finished_at, r.id",
+             wl->id, s.metric.name, wl->config_id))
+      s.points.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<double>()});
+    return s;
+  });
+}
+
 }  // namespace tunectl

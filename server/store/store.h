@@ -226,6 +226,20 @@ struct BatchRow {
   std::vector<ExperimentRow> experiments;
 };
 
+struct SeriesPoint {
+  int64_t run_id = 0;
+  std::string at;  // finished
+  double value = 0;
+};
+
+// The primary metric over the succeeded, comparable runs of the workload's current config.
+struct RegressionSeries {
+  std::string workload;
+  int config_version = 0;
+  MetricSpec metric;
+  std::vector<SeriesPoint> points;  // in finishing order
+};
+
 class Store {
  public:
   explicit Store(ConnectionPool* pool) : pool_(pool) {}
@@ -300,6 +314,9 @@ class Store {
   Result<BatchRow> GetBatch(int64_t id);
   Result<std::vector<BatchRow>> ListBatches();
   Result<BatchRow> CancelBatch(int64_t id, const std::string& actor);
+
+  // Regression watch: the current config's run series.
+  Result<RegressionSeries> GetRegressionSeries(const std::string& workload);
 
  private:
   ConnectionPool* pool_;
