@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/statistics.h"
 
@@ -125,6 +126,43 @@ NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better
   c.bound = better == Better::kHigher ? c.level - q : c.level + q;
   c.regression = better == Better::kHigher ? value < c.bound : value > c.bound;
   return c;
+}
+
+RegressionReport AnalyzeRegression(const std::vector<double>& values,
+                                   const std::vector<std::string>& labels,
+                                   const MetricSpec& metric) {
+  RegressionReport r;
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
+  auto label = [&](size_t i) {
+    return i < labels.size() ? labels[i] : "point " + std::to_string(i);
+  };
+  ChangePointOptions o;
+  o.min_magnitude = metric.min_effect;
+  for (const auto& c : EDivisive(values, o)) {
+    const bool worse = metric.better == Better::kHigher ? c.after < c.before : c.after > c.before;
+    r.changes.push_back({c, worse});
+    if (worse) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
+      r.alerts.push_back("regression: " + metric.name + " went from " + num(c.before) + " to " +
+                         num(c.after) + " (" + pct + ") starting with " + label(c.index));
+    }
+  }
+  if (values.size() >= 2) {
+    const size_t from = r.changes.empty() ? 0 : r.changes.back().point.index;
+    std::vector<double> history(values.begin() + static_cast<std::ptrdiff_t>(from),
+                                values.end() - 1);
+    r.latest = CheckNewRun(history, values.back(), metric.better);
+    if (r.latest.regression)
+      r.alerts.push_back("the latest " + label(values.size() - 1) + " (" + num(values.back()) +
+                         ") is past the regression bound " + num(r.latest.bound) +
+                         " of the runs since the last change");
+  }
+  return r;
 }
 
 }  // namespace tunectl

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/spec.h"
@@ -38,5 +39,21 @@ struct NewRunCheck {
 // `history`: summaries since the last change point (oldest first); `value`: the new run's.
 NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
                         double alpha = 0.01);
+
+// The whole watch over one metric's series (oldest first): change points (with whether the new
+// level is worse), the newest value checked against the runs since the last change point, and
+// one alert text per regression. `labels` names each point in alerts (e.g. "run 17 at …").
+struct RegressionReport {
+  struct Change {
+    ChangePoint point;
+    bool regression = false;
+  };
+  std::vector<Change> changes;
+  NewRunCheck latest;
+  std::vector<std::string> alerts;
+};
+RegressionReport AnalyzeRegression(const std::vector<double>& values,
+                                   const std::vector<std::string>& labels,
+                                   const MetricSpec& metric);
 
 }  // namespace tunectl

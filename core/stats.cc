@@ -38,15 +38,4 @@ Descriptive Describe(std::vector<double> values) {
   return d;
 }
 
-RunMetricSummary SummarizeRunMetric(const std::vector<StepValue>& samples, int warmup_steps) {
-  RunMetricSummary s;
-  s.samples = static_cast<int>(samples.size());
-  std::vector<double> steady;
-  for (const auto& sv : samples)
-    if (sv.step > warmup_steps) steady.push_back(sv.value);
-  s.steady = static_cast<int>(steady.size());
-  s.steady_stats = Describe(std::move(steady));
-  return s;
-}
-
 }  // namespace tunectl

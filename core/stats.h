@@ -26,14 +26,4 @@ struct StepValue {
   double value = 0;
 };
 
-struct RunMetricSummary {
-  int samples = 0;           // all samples of the metric
-  int steady = 0;            // samples after the declared warm-up
-  Descriptive steady_stats;  // over the steady-state samples; n == 0 when none remain
-};
-
-// Per-run summary of one metric: samples with step <= warmup_steps are warm-up and dropped;
-// the run's value is the median of the rest.
-RunMetricSummary SummarizeRunMetric(const std::vector<StepValue>& samples, int warmup_steps);
-
 }  // namespace tunectl

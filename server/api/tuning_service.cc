@@ -234,12 +234,6 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
 
 namespace {
 
-std::string FormatNumberPlain(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
 int64_t NowS() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -396,46 +390,30 @@ grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
   resp->set_unit(s->metric.unit);
   resp->set_better(BetterName(s->metric.better));
   std::vector<double> values;
+  std::vector<std::string> labels;
   for (const auto& p : s->points) {
     auto* x = resp->add_points();
     x->set_run_id(p.run_id);
     x->set_at(p.at);
     x->set_value(p.value);
     values.push_back(p.value);
+    labels.push_back("run " + std::to_string(p.run_id) + " at " + p.at);
   }
-  ChangePointOptions o;
-  o.min_magnitude = s->metric.min_effect;
-  const auto changes = EDivisive(values, o);
-  for (const auto& c : changes) {
+  const RegressionReport report = AnalyzeRegression(values, labels, s->metric);
+  for (const auto& c : report.changes) {
     auto* x = resp->add_changes();
-    const auto& first = s->points[c.index];
+    const SeriesPoint& first = s->points[c.point.index];
     x->set_first_run_id(first.run_id);
     x->set_at(first.at);
-    x->set_before(c.before);
-    x->set_after(c.after);
-    x->set_p(c.p);
-    const bool worse =
-        s->metric.better == Better::kHigher ? c.after < c.before : c.after > c.before;
-    x->set_regression(worse);
-    if (worse)
-      resp->add_alerts("regression: " + s->metric.name + " went from " +
-                       FormatNumberPlain(c.before) + " to " + FormatNumberPlain(c.after) + " (" +
-                       FormatEffect(c.after / c.before) + ") starting with run " +
-                       std::to_string(first.run_id) + " at " + first.at);
+    x->set_before(c.point.before);
+    x->set_after(c.point.after);
+    x->set_p(c.point.p);
+    x->set_regression(c.regression);
   }
-  if (values.size() >= 2) {
-    const size_t from = changes.empty() ? 0 : changes.back().index;
-    std::vector<double> history(values.begin() + static_cast<std::ptrdiff_t>(from),
-                                values.end() - 1);
-    NewRunCheck check = CheckNewRun(history, values.back(), s->metric.better);
-    resp->set_latest_regression(check.regression);
-    resp->set_latest_level(check.level);
-    resp->set_latest_bound(check.bound);
-    if (check.regression)
-      resp->add_alerts("the latest run " + std::to_string(s->points.back().run_id) + " (" +
-                       FormatNumberPlain(values.back()) + ") is past the regression bound " +
-                       FormatNumberPlain(check.bound) + " of the runs since the last change");
-  }
+  resp->set_latest_regression(report.latest.regression);
+  resp->set_latest_level(report.latest.level);
+  resp->set_latest_bound(report.latest.bound);
+  for (const auto& a : report.alerts) resp->add_alerts(a);
   return grpc::Status::OK;
 }
 

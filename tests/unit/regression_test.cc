@@ -63,3 +63,44 @@ TEST(NewRunCheck, FlagsOnlyARunPastTheOneSidedBound) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(AnalyzeRegression, ClassifiesChangesAndWritesOneAlertPerRegression) {
+  MetricSpec throughput;
+  throughput.name = "sps";
+  throughput.better = Better::kHigher;
+  throughput.min_effect = 0.03;
+  auto x = Series({{20, 100}, {20, 80}}, 0.01, 6);
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < x.size(); ++i) labels.push_back("run " + std::to_string(100 + i));
+  RegressionReport r = AnalyzeRegression(x, labels, throughput);
+  ASSERT_EQ(r.changes.size(), 1u);
+  EXPECT_TRUE(r.changes[0].regression);
+  ASSERT_EQ(r.alerts.size(), 1u);
+  EXPECT_NE(r.alerts[0].find("starting with run 120"), std::string::npos) << r.alerts[0];
+  EXPECT_FALSE(r.latest.regression);  // the newest run matches the level since the change
+
+  MetricSpec step_time = throughput;  // the same series as a lower-is-better metric: faster
+  step_time.better = Better::kLower;
+  RegressionReport faster = AnalyzeRegression(x, labels, step_time);
+  ASSERT_EQ(faster.changes.size(), 1u);
+  EXPECT_FALSE(faster.changes[0].regression);
+  EXPECT_TRUE(faster.alerts.empty());
+}
+
+TEST(AnalyzeRegression, AlertsOnANewRunPastTheBound) {
+  MetricSpec m;
+  m.name = "sps";
+  auto x = Series({{12, 100}}, 0.005, 7);
+  x.push_back(80);
+  RegressionReport r = AnalyzeRegression(x, {}, m);
+  EXPECT_TRUE(r.changes.empty());
+  EXPECT_TRUE(r.latest.regression);
+  ASSERT_EQ(r.alerts.size(), 1u);
+  EXPECT_NE(r.alerts[0].find("the latest point 12"), std::string::npos) << r.alerts[0];
+}
+
+}  // namespace
+}  // namespace tunectl

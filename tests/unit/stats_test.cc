@@ -31,22 +31,5 @@ TEST(Describe, IgnoresNonFiniteAndHandlesSmallInputs) {
   EXPECT_DOUBLE_EQ(one.stddev, 0);
 }
 
-TEST(SummarizeRunMetric, DropsDeclaredWarmupSteps) {
-  std::vector<StepValue> s;
-  for (int i = 1; i <= 10; ++i) s.push_back({i, i <= 3 ? 1000.0 : 10.0 + i});
-  RunMetricSummary r = SummarizeRunMetric(s, 3);
-  EXPECT_EQ(r.samples, 10);
-  EXPECT_EQ(r.steady, 7);
-  EXPECT_DOUBLE_EQ(r.steady_stats.median, 17);  // 14..20
-  EXPECT_DOUBLE_EQ(r.steady_stats.max, 20);
-}
-
-TEST(SummarizeRunMetric, NoSteadyStateWhenWarmupCoversEverything) {
-  RunMetricSummary r = SummarizeRunMetric({{1, 5}, {2, 6}}, 5);
-  EXPECT_EQ(r.samples, 2);
-  EXPECT_EQ(r.steady, 0);
-  EXPECT_EQ(r.steady_stats.n, 0);
-}
-
 }  // namespace
 }  // namespace tunectl

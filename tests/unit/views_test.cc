@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/spec.h"
+
 namespace tunectl {
 namespace {
 
@@ -73,6 +75,65 @@ TEST(RunViews, TableShowsWaitReasonForQueuedRuns) {
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ(t.rows[0][0], "7");
   EXPECT_EQ(t.rows[0].back(), "waiting: x");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+v1::Config DemoConfig() {
+  auto spec = ParseWorkloadSpec(R"(
+name: demo
+command: [python3, train.py, --num-workers, "{num_workers}", --tag, "{tag}"]
+env: {LOG_EVERY: "{log_interval}"}
+params:
+  num_workers:  {type: int, default: 1}
+  log_interval: {type: int, default: 1}
+  lr:           {type: float, default: 0.0003}
+  compile:      {type: bool, default: false}
+  tag:          {type: string, default: "a b"}
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher}
+)");
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  v1::Config c;
+  c.set_workload("demo");
+  c.set_spec_json(WorkloadSpecToJson(*spec));
+  auto* cur = c.mutable_current();
+  cur->set_version(2);
+  auto& p = *cur->mutable_params();
+  p["num_workers"] = "4";
+  p["log_interval"] = "1";
+  p["lr"] = "0.0003";
+  p["compile"] = "true";
+  p["tag"] = "a b";
+  return c;
+}
+
+TEST(ConfigExport, JsonIsTyped) {
+  auto j = ojson::parse(*ConfigExport(DemoConfig(), "json"));
+  EXPECT_EQ(j["num_workers"], 4);
+  EXPECT_DOUBLE_EQ(j["lr"].get<double>(), 0.0003);
+  EXPECT_EQ(j["compile"], true);
+  EXPECT_EQ(j["tag"], "a b");
+}
+
+TEST(ConfigExport, YamlEnvAndArgs) {
+  v1::Config c = DemoConfig();
+  EXPECT_THAT(*ConfigExport(c, "yaml"), HasSubstr("# demo config v2\nnum_workers: 4\n"));
+  EXPECT_THAT(*ConfigExport(c, "yaml"), HasSubstr("tag: \"a b\"\n"));
+  EXPECT_THAT(*ConfigExport(c, "env"), HasSubstr("NUM_WORKERS=4\n"));
+  EXPECT_THAT(*ConfigExport(c, "env"), HasSubstr("TAG='a b'\n"));
+  EXPECT_EQ(*ConfigExport(c, "args"), "LOG_EVERY=1 python3 train.py --num-workers 4 --tag 'a b'\n");
+}
+
+TEST(ConfigExport, RejectsUnknownFormatNamingAllowed) {
+  auto r = ConfigExport(DemoConfig(), "toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--format: \"toml\" is not allowed; allowed: json, yaml, env, args");
 }
 
 }  // namespace
