@@ -59,6 +59,8 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   spec.env_overrides["TUNECTL_RUN_ID"] = std::to_string(a.run_id());
   spec.env_overrides["TUNECTL_ATTEMPT"] = std::to_string(a.attempt());
   spec.env_overrides["TUNECTL_RUN_DIR"] = run_dir;
+  if (a.duration_ms() > 0)  // a stability run: the job may stop itself at this age
+    spec.env_overrides["TUNECTL_DURATION_S"] = std::to_string(a.duration_ms() / 1000);
   spec.cwd = opts_.workdir;
   auto proc = launcher_->Start(spec);
   if (!proc.ok()) return finish("launch_failed: " + proc.status().message(), 127);
@@ -104,9 +106,14 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
     }
   };
 
+  const auto started_at = Clock::now();
   const auto deadline = a.timeout_ms() > 0
-                            ? Clock::now() + std::chrono::milliseconds(a.timeout_ms())
+                            ? started_at + std::chrono::milliseconds(a.timeout_ms())
                             : Clock::time_point::max();
+  const auto duration_end = a.duration_ms() > 0
+                                ? started_at + std::chrono::milliseconds(a.duration_ms())
+                                : Clock::time_point::max();
+  bool duration_reached = false;
   std::string reason;
   std::optional<Clock::time_point> kill_at, exited_at;
   bool open = true;
@@ -116,6 +123,13 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
     if (batch.samples_size() > 0 &&
         now - batch_started >= std::chrono::milliseconds(opts_.batch_max_ms))
       flush();
+    if (reason.empty() && !duration_reached && !exited_at && now >= duration_end) {
+      // A stability run has lasted as long as asked: stop it as a time limit would; the run
+      // succeeded unless the job fails to stop within the grace period.
+      duration_reached = true;
+      p.Signal(SIGTERM);
+      kill_at = now + std::chrono::milliseconds(opts_.kill_grace_ms);
+    }
     if (reason.empty() && (cancel.load() || now >= deadline)) {
       reason = cancel.load() ? "cancelled" : "timeout";
       p.Signal(SIGTERM);
@@ -138,6 +152,14 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   fin.set_lines(lines);
   fin.set_stderr_tail(Tail(stderr_tail));
   if (reason == "timeout") reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
+  if (duration_reached && reason.empty() && st.signal != SIGKILL) {
+    fin.set_duration_reached(true);
+    fin.set_signal(0);
+    return finish("", 0);
+  }
+  if (duration_reached && reason.empty())
+    reason = "did not stop within " + std::to_string(opts_.kill_grace_ms / 1000) +
+             "s of SIGTERM at the end of its requested duration";
   finish(reason, st.exit_code);
 }
 

@@ -124,6 +124,17 @@ class GrpcClient : public Client {
     r.set_workload(workload);
     return Call<v1::Regression>(&v1::TuningService::Stub::GetRegression, r);
   }
+  Result<v1::StabilityRun> RegressRun(const v1::RegressRunRequest& r) override {
+    return Call<v1::StabilityRun>(&v1::TuningService::Stub::RegressRun, r);
+  }
+  Result<v1::Watch> RegressSchedule(const v1::RegressScheduleRequest& r) override {
+    return Call<v1::Watch>(&v1::TuningService::Stub::RegressSchedule, r);
+  }
+  Result<v1::Watch> RegressStop(const std::string& workload) override {
+    v1::RegressStopRequest r;
+    r.set_workload(workload);
+    return Call<v1::Watch>(&v1::TuningService::Stub::RegressStop, r);
+  }
 
  private:
   template <typename Resp, typename Req, typename Method>

@@ -40,6 +40,9 @@ class Client {
   virtual Result<v1::ListBatchesResponse> ListBatches() = 0;
   virtual Result<v1::Batch> CancelBatch(int64_t id) = 0;
   virtual Result<v1::Regression> GetRegression(const std::string& workload) = 0;
+  virtual Result<v1::StabilityRun> RegressRun(const v1::RegressRunRequest& r) = 0;
+  virtual Result<v1::Watch> RegressSchedule(const v1::RegressScheduleRequest& r) = 0;
+  virtual Result<v1::Watch> RegressStop(const std::string& workload) = 0;
 };
 
 }  // namespace tunectl

@@ -387,6 +387,7 @@ int ScheduleCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   req.set_duration(o.duration);
   req.set_tz(o.tz);
   req.set_max_agents(o.max_agents);
+  req.set_on_window_end(o.on_window_end);
   auto s = c.CreateSchedule(req);
   if (!s.ok()) return Fail(err, s.status());
   if (o.output == "json")
@@ -439,6 +440,66 @@ int BatchCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   if (!b.ok()) return Fail(err, b.status());
   err << "batch " << b->id() << " cancelled\n";
   if (o.output == "json") out << BatchJson(*b).dump(2) << "\n";
+  return 0;
+}
+
+int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  v1::RegressRunRequest req;
+  req.set_workload(o.workload);
+  req.set_duration(o.duration);
+  req.set_schedule(o.schedule);
+  auto s = c.RegressRun(req);
+  if (!s.ok()) return Fail(err, s.status());
+  err << "stability run " << s->run_id() << " of config v" << s->config_version() << " queued: "
+      << o.duration << (o.schedule.empty() ? "" : " inside a window of " + o.schedule)
+      << "; judged within itself when it ends (tunectl regress show " << o.workload << ")\n";
+  v1::StabilityRun cur = *s;
+  if (o.wait) {
+    const std::string what = "stability run " + std::to_string(s->run_id());
+    int waited = WaitWithProgress(o, err, 0, what,
+                                  [&](double elapsed, std::string* line) -> Result<bool> {
+                                    auto r = c.GetRegression(o.workload);
+                                    if (!r.ok()) return r.status();
+                                    for (const auto& x : r->stability())
+                                      if (x.run_id() == s->run_id()) cur = x;
+                                    *line = StabilityProgress(cur, elapsed);
+                                    return cur.verdict() != "pending";
+                                  });
+    if (waited != 0) return waited;
+  }
+  if (o.output == "json")
+    out << StabilityJson(cur).dump(2) << "\n";
+  else if (o.wait)
+    out << StabilityDetail(cur);
+  else
+    out << s->run_id() << "\n";
+  return o.wait && cur.verdict() == "regression" ? 1 : 0;
+}
+
+int RegressSchedule(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  v1::RegressScheduleRequest req;
+  req.set_workload(o.workload);
+  req.set_schedule(o.schedule);
+  req.set_repeats(o.repeats);
+  auto w = c.RegressSchedule(req);
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WatchJson(*w).dump(2) << "\n";
+  else
+    out << WatchLine(*w) << "\n";
+  return 0;
+}
+
+int RegressStop(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  auto w = c.RegressStop(o.workload);
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WatchJson(*w).dump(2) << "\n";
+  else
+    out << WatchLine(*w) << "\n";
   return 0;
 }
 
@@ -498,7 +559,16 @@ const std::vector<Command>& Commands() {
        &BatchShow},
       {"batch", "list", "list batches", &BatchList},
       {"batch", "cancel", "stop a batch", &BatchCancel},
-      {"regress", "show", "the current config's run series, change points and alerts",
+      {"regress", "run",
+       "one long stability run of the current config, judged within itself (slowdown, no "
+       "steady state)",
+       &RegressRun},
+      {"regress", "schedule",
+       "periodic checks: N runs of the current config in each window of a schedule",
+       &RegressSchedule},
+      {"regress", "stop", "stop the periodic checks of a workload", &RegressStop},
+      {"regress", "show",
+       "the current config's run series, change points, recorded regressions, stability runs",
        &RegressShow},
   };
   return k;

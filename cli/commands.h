@@ -36,6 +36,7 @@ struct CliOptions {
   std::string name;                                // schedule create NAME
   std::string window, cron, duration, tz = "UTC";  // schedule create
   int max_agents = 0;
+  std::string on_window_end;        // schedule create --on-window-end finish|requeue
   std::string schedule;             // batch create --schedule
   std::string correction = "holm";  // batch create --correction holm|bh
 };

@@ -323,6 +323,7 @@ Result<std::string> ConfigExport(const v1::Config& c, const std::string& format)
 ojson LogJson(const v1::LogEntry& e) {
   ojson j = ojson::parse(e.entry_json(), nullptr, false);
   if (!j.is_object()) j = ojson::object();
+  if (!j.contains("kind")) j["kind"] = e.kind().empty() ? "decided" : e.kind();
   j["frozen"] = e.frozen().empty() ? ojson(nullptr) : ojson(e.frozen());
   j["at"] = e.at();
   return j;
@@ -333,13 +334,15 @@ Table LogTable(const v1::ListLogResponse& r) {
            "95% ci", "others", "guardrails", "decision", "frozen", "by"},
           {}};
   for (const auto& e : r.entries())
-    t.rows.push_back({std::to_string(e.experiment_id()), e.at(), e.workload(), e.change(),
+    t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "-", e.at(),
+                      e.workload(), e.change(),
                       e.expected().empty() ? "-" : e.expected(),
                       e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
                       e.primary_metric(), FormatEffect(e.ratio()),
                       FormatCi(e.ci_low(), e.ci_high()), e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
-                      e.frozen().empty() ? "no" : e.frozen(), e.actor()});
+                      e.kind() == "regression" ? "-" : e.frozen().empty() ? "no" : e.frozen(),
+                      e.actor()});
   return t;
 }
 
@@ -455,7 +458,78 @@ ojson RegressionJson(const v1::Regression& r) {
                  {"level", r.latest_level()},
                  {"bound", r.latest_bound()}};
   j["alerts"] = std::vector<std::string>(r.alerts().begin(), r.alerts().end());
+  ojson rec = ojson::array();
+  for (const auto& g : r.recorded()) {
+    ojson x;
+    x["id"] = g.id();
+    x["kind"] = g.kind();
+    x["metric"] = g.metric();
+    x["config_version"] = g.config_version();
+    x["first_bad_run"] = g.first_bad_run();
+    x["before"] = g.kind() == "change_point" ? ojson(g.before()) : ojson(nullptr);
+    x["after"] = g.kind() == "change_point" ? ojson(g.after()) : ojson(nullptr);
+    x["p"] = g.kind() == "change_point" ? ojson(g.p()) : ojson(nullptr);
+    x["message"] = g.message();
+    x["detected_at"] = g.detected_at();
+    rec.push_back(x);
+  }
+  j["regressions"] = rec;
+  ojson st = ojson::array();
+  for (const auto& s : r.stability()) st.push_back(StabilityJson(s));
+  j["stability_runs"] = st;
+  j["watch"] = r.has_watch() ? WatchJson(r.watch()) : ojson(nullptr);
   return j;
+}
+
+ojson StabilityJson(const v1::StabilityRun& s) {
+  ojson j;
+  j["run_id"] = s.run_id();
+  j["baseline_id"] = s.baseline_id();
+  j["config_version"] = s.config_version();
+  j["duration_s"] = s.duration_s();
+  j["state"] = s.state();
+  j["verdict"] = s.verdict();
+  j["message"] = s.message();
+  j["started_at"] = s.started_at();
+  j["finished_at"] = s.finished_at();
+  return j;
+}
+
+std::string StabilityDetail(const v1::StabilityRun& s) {
+  std::string out = "stability run " + std::to_string(s.run_id()) + " (config v" +
+                    std::to_string(s.config_version()) + ", " + FormatDuration(s.duration_s()) +
+                    "): " + s.verdict();
+  if (!s.message().empty()) out += ": " + s.message();
+  return out + "\n";
+}
+
+std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s) {
+  return "stability run " + std::to_string(s.run_id()) + ": " + s.state() + " [" +
+         FormatDuration(static_cast<int64_t>(elapsed_s)) + " of " +
+         FormatDuration(s.duration_s()) + "]";
+}
+
+ojson WatchJson(const v1::Watch& w) {
+  ojson j;
+  j["id"] = w.id();
+  j["workload"] = w.workload();
+  j["schedule"] = w.schedule();
+  j["repeats"] = w.repeats();
+  j["state"] = w.state();
+  j["status"] = w.status();
+  j["checks"] = w.checks();
+  j["actor"] = w.actor();
+  j["created_at"] = w.created_at();
+  return j;
+}
+
+std::string WatchLine(const v1::Watch& w) {
+  std::string out = "periodic check " + std::to_string(w.id()) + " of " + w.workload() + ": " +
+                    std::to_string(w.repeats()) + " run(s) of the current config in each window " +
+                    "of " + w.schedule() + ", " + w.state() + ", " + std::to_string(w.checks()) +
+                    " check(s) so far";
+  if (!w.status().empty()) out += "; " + w.status();
+  return out;
 }
 
 std::string RegressionDetail(const v1::Regression& r) {
@@ -478,6 +552,23 @@ std::string RegressionDetail(const v1::Regression& r) {
            FormatNumber(r.latest_level()) + " (regression bound " + FormatNumber(r.latest_bound()) +
            "): " + (r.latest_regression() ? "REGRESSION" : "ok") + "\n";
   for (const auto& a : r.alerts()) out += "ALERT: " + a + "\n";
+  if (r.recorded_size() > 0) {
+    Table t{{"id", "detected", "config", "kind", "metric", "first bad run", "what"}, {}};
+    for (const auto& g : r.recorded())
+      t.rows.push_back({std::to_string(g.id()), g.detected_at(),
+                        "v" + std::to_string(g.config_version()), g.kind(), g.metric(),
+                        std::to_string(g.first_bad_run()), g.message()});
+    out += "recorded regressions (in the tuning log):\n" + RenderTable(t);
+  }
+  if (r.stability_size() > 0) {
+    Table t{{"run", "config", "duration", "state", "verdict", "finding"}, {}};
+    for (const auto& s : r.stability())
+      t.rows.push_back({std::to_string(s.run_id()), "v" + std::to_string(s.config_version()),
+                        FormatDuration(s.duration_s()), s.state(), s.verdict(),
+                        s.message().empty() ? "-" : s.message()});
+    out += "stability runs:\n" + RenderTable(t);
+  }
+  if (r.has_watch()) out += WatchLine(r.watch()) + "\n";
   return out;
 }
 

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
       sub->add_option("--duration", o.duration, "window length for --cron, e.g. 20h");
       sub->add_option("--tz", o.tz, "IANA time zone of the window")->capture_default_str();
       sub->add_option("--max-agents", o.max_agents, "agents used at once (0 = no limit)");
+      sub->add_option("--on-window-end", o.on_window_end,
+                      "runs still going when the window closes: finish (default) or requeue "
+                      "(stopped, run again in the next window)");
     }
     if (n == "batch" && v == "create") {
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
@@ -90,6 +93,18 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(1, 1000));
       sub->add_flag("--wait", o.wait, "wait for the runs, showing progress, then show the summary");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
+    }
+    if (n == "regress" && v == "run") {
+      sub->add_option("--duration", o.duration, "how long the stability run lasts, e.g. 2h")
+          ->required();
+      sub->add_option("--schedule", o.schedule, "start it only inside a window of this schedule");
+      sub->add_flag("--wait", o.wait, "wait for the verdict, showing progress");
+    }
+    if (n == "regress" && v == "schedule") {
+      sub->add_option("--schedule", o.schedule, "the schedule whose windows the checks run in")
+          ->required();
+      sub->add_option("--repeats", o.repeats, "runs per window (default 3)")
+          ->check(CLI::Range(1, 100));
     }
     if ((v == "show" && n != "config" && n != "regress") || v == "cancel" || v == "freeze")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();

@@ -85,4 +85,16 @@ std::string FormatPercent(double fraction) {
   return buf;
 }
 
+std::string FormatDuration(int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  const int64_t d = seconds / 86400, h = seconds % 86400 / 3600, m = seconds % 3600 / 60,
+                s = seconds % 60;
+  std::string out;
+  if (d) out += std::to_string(d) + "d";
+  if (h) out += std::to_string(h) + "h";
+  if (m) out += std::to_string(m) + "m";
+  if (s || out.empty()) out += std::to_string(s) + "s";
+  return out;
+}
+
 }  // namespace tunectl

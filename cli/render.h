@@ -2,6 +2,7 @@
 // Pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,7 @@ std::string RenderCsv(const Table& t);
 // Human-readable number: 4 significant digits without exponent for everyday magnitudes.
 std::string FormatNumber(double v);
 std::string FormatPercent(double fraction);
+// 7200 -> "2h", 5400 -> "1h30m", 95 -> "1m35s", 42 -> "42s".
+std::string FormatDuration(int64_t seconds);
 
 }  // namespace tunectl

@@ -61,6 +61,11 @@ std::string BatchDetail(const v1::Batch& b);
 
 ojson RegressionJson(const v1::Regression& r);
 std::string RegressionDetail(const v1::Regression& r);
+ojson StabilityJson(const v1::StabilityRun& s);
+std::string StabilityDetail(const v1::StabilityRun& s);
+std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s);
+ojson WatchJson(const v1::Watch& w);
+std::string WatchLine(const v1::Watch& w);
 
 std::string FormatP(double p);
 std::string FormatCi(double lo, double hi);  // "[+1.2%, +3.4%]"

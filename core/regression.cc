@@ -165,4 +165,47 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
   return r;
 }
 
+std::vector<size_t> UnrecordedRegressions(const RegressionReport& report,
+                                          const std::vector<size_t>& recorded_first_bad,
+                                          size_t tolerance) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < report.changes.size(); ++i) {
+    const auto& c = report.changes[i];
+    if (!c.regression) continue;
+    bool known = false;
+    for (size_t r : recorded_first_bad) {
+      const size_t d = r > c.point.index ? r - c.point.index : c.point.index - r;
+      known = known || d <= tolerance;
+    }
+    if (!known) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<StabilityFinding> CheckStabilityRun(const WorkloadSpec& spec,
+                                                const std::vector<std::string>& metric_names,
+                                                const std::vector<SteadyState>& analyses) {
+  std::vector<StabilityFinding> out;
+  const MetricSpec* primary = spec.PrimaryMetric();
+  auto details = [](const SteadyState& s) {
+    std::string d;
+    for (const auto& w : s.warnings) d += (d.empty() ? "" : "; ") + w;
+    return d.empty() ? std::string() : " (" + d + ")";
+  };
+  for (size_t i = 0; i < metric_names.size() && i < analyses.size(); ++i) {
+    const auto& s = analyses[i];
+    const bool is_primary = primary && primary->name == metric_names[i];
+    if (is_primary && s.samples == 0) {
+      out.push_back({metric_names[i], metric_names[i] + " was never reported during the run"});
+    } else if (s.slowdown) {
+      out.push_back({metric_names[i], metric_names[i] + " degraded part-way through the run" +
+                                          details(s)});
+    } else if (is_primary && s.no_steady_state) {
+      out.push_back({metric_names[i], metric_names[i] + " never reached a steady state" +
+                                          details(s)});
+    }
+  }
+  return out;
+}
+
 }  // namespace tunectl

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/changepoint.h"
 #include "core/spec.h"
 
 namespace tunectl {
@@ -55,5 +56,23 @@ struct RegressionReport {
 RegressionReport AnalyzeRegression(const std::vector<double>& values,
                                    const std::vector<std::string>& labels,
                                    const MetricSpec& metric);
+
+// Which regressions of `report` are not recorded yet. A change point moves by a few points as the
+// series grows, so one within `tolerance` points of a recorded first-bad index is the same one.
+// Returns indexes into report.changes.
+std::vector<size_t> UnrecordedRegressions(const RegressionReport& report,
+                                          const std::vector<size_t>& recorded_first_bad,
+                                          size_t tolerance = 5);
+
+// A stability run (one long run) judged within itself: the primary metric must reach a steady
+// state, and no metric may degrade part-way through (memory creep, thermal throttling, a slowing
+// data source). Other metrics may drift without settling (a loss falls for the whole run).
+struct StabilityFinding {
+  std::string metric;
+  std::string message;
+};
+std::vector<StabilityFinding> CheckStabilityRun(const WorkloadSpec& spec,
+                                                const std::vector<std::string>& metric_names,
+                                                const std::vector<SteadyState>& analyses);
 
 }  // namespace tunectl

@@ -510,6 +510,12 @@ const ParamSpec* WorkloadSpec::FindParam(std::string_view n) const {
     if (p.name == n) return &p;
   return nullptr;
 }
+const MetricSpec* WorkloadSpec::PrimaryMetric() const {
+  for (const auto& m : metrics)
+    if (m.role == MetricRole::kPrimary) return &m;
+  return metrics.empty() ? nullptr : &metrics[0];
+}
+
 const MetricSpec* WorkloadSpec::FindMetric(std::string_view n) const {
   for (const auto& m : metrics)
     if (m.name == n) return &m;

@@ -64,6 +64,8 @@ struct WorkloadSpec {
 
   const ParamSpec* FindParam(std::string_view name) const;
   const MetricSpec* FindMetric(std::string_view name) const;
+  // The metric with role primary, else the first declared; nullptr when there are none.
+  const MetricSpec* PrimaryMetric() const;
 };
 
 using ParamValues = std::map<std::string, std::string>;

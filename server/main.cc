@@ -19,6 +19,11 @@ int main(int argc, char** argv) {
   app.add_option("--pg-bin", opts.pg_bin, "PostgreSQL binaries for the embedded database")
       ->capture_default_str();
   app.add_option("--port-file", opts.port_file, "write the bound port to this file");
+  app.add_option("--http", opts.http,
+                 "HTTP address HOST:PORT for /metrics and /healthz (\"\" = off, port 0 = any)")
+      ->capture_default_str();
+  app.add_option("--http-port-file", opts.http_port_file,
+                 "write the bound HTTP port to this file");
   app.add_option("--agent-timeout", opts.agent_timeout_s,
                  "seconds without heartbeat before an agent's runs are requeued")
       ->capture_default_str()
@@ -40,7 +45,8 @@ int main(int argc, char** argv) {
     spdlog::error("{}", server.status().message());
     return 1;
   }
-  spdlog::info("tunectl-server listening on {} (port {})", opts.listen, (*server)->port());
+  spdlog::info("tunectl-server listening on {} (port {}); /metrics and /healthz on HTTP port {}",
+               opts.listen, (*server)->port(), (*server)->http_port());
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: shutting down", sig);
     (*server)->Shutdown();

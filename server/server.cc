@@ -8,7 +8,10 @@
 
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
+#include "server/http/http_server.h"
+#include "server/http/metrics.h"
 #include "server/store/embedded_pg.h"
+#include "server/store/leader.h"
 #include "server/store/migrations.h"
 #include "server/store/store.h"
 #include "sys/files.h"
@@ -19,6 +22,7 @@ namespace {
 class ServerImpl : public Server {
  public:
   int port() const override { return port_; }
+  int http_port() const override { return http_ ? http_->port() : 0; }
   void Wait() override {
     if (grpc_) grpc_->Wait();
   }
@@ -26,15 +30,18 @@ class ServerImpl : public Server {
     std::lock_guard<std::mutex> g(mu_);
     if (down_) return;
     down_ = true;
+    if (http_) http_->Stop();
     if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     if (dispatcher_) dispatcher_->Stop();
   }
   ~ServerImpl() override {
     Shutdown();
     grpc_.reset();
+    http_.reset();
     tuning_.reset();
     agents_.reset();
     dispatcher_.reset();
+    leader_.reset();
     store_.reset();
     pool_.reset();
     if (pg_) pg_->Stop();
@@ -44,10 +51,12 @@ class ServerImpl : public Server {
   std::unique_ptr<EmbeddedPostgres> pg_;
   std::unique_ptr<ConnectionPool> pool_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<LeaderLock> leader_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<TuningServiceImpl> tuning_;
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
   std::mutex mu_;
   bool down_ = false;
@@ -87,6 +96,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   DispatcherOptions dopts;
   dopts.interval_ms = opts.dispatch_interval_ms;
   dopts.agent_timeout_s = opts.agent_timeout_s;
+  s->leader_ = std::make_unique<LeaderLock>(dsn);
+  dopts.try_lead = [lock = s->leader_.get()] { return lock->Check(); };
   s->dispatcher_ = std::make_unique<Dispatcher>(s->store_.get(), dopts, log);
   s->tuning_ = std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get());
   AgentServiceOptions aopts;
@@ -106,6 +117,39 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   if (!s->grpc_ || s->port_ == 0)
     return Status::Unavailable("cannot listen on " + opts.listen +
                                " (address in use or invalid); pass --listen HOST:PORT");
+  if (!opts.http.empty()) {
+    Store* store = s->store_.get();
+    Dispatcher* dispatcher = s->dispatcher_.get();
+    auto http = HttpServer::Start(opts.http, [store, dispatcher](const std::string& path) {
+      HttpResponse r;
+      if (path == "/healthz") {
+        auto st = store->Ping();
+        r.status = st.ok() ? 200 : 503;
+        r.body = st.ok() ? "ok\n" : "database unreachable: " + st.message() + "\n";
+      } else if (path == "/metrics") {
+        auto snap = store->Snapshot();
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        if (snap.ok()) {
+          r.body = RenderPrometheus(ServerMetrics(*snap, dispatcher->leader()));
+        } else {
+          r.status = 503;
+          r.body = RenderPrometheus({{"tunectl_up", "1 while the server can read its database",
+                                      "gauge", {{{}, 0}}}});
+        }
+      } else {
+        r.status = 404;
+        r.body = "not found; try /metrics or /healthz\n";
+      }
+      return r;
+    });
+    if (!http.ok()) return http.status();
+    s->http_ = std::move(*http);
+    if (!opts.http_port_file.empty()) {
+      if (auto st = WriteFileAtomic(opts.http_port_file, std::to_string(s->http_->port()) + "\n");
+          !st.ok())
+        return st;
+    }
+  }
   s->dispatcher_->Start();
   if (!opts.port_file.empty()) {
     if (auto st = WriteFileAtomic(opts.port_file, std::to_string(s->port_) + "\n"); !st.ok())

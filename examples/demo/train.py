@@ -13,9 +13,12 @@ Per log interval it prints
   {"loss": 2.2931, "step": 12}
 Set DEMO_SLOWDOWN_FILE to a file holding a factor (e.g. 1.3) to slow data reads and every step,
 as a degraded node would; the file is re-read every batch.
+With TUNECTL_DURATION_S set (a tunectl stability run) it trains for that many seconds instead of
+--steps, as a time-limited training job would.
 """
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -78,6 +81,7 @@ def main():
     if log_interval < 1:
         print("error: DEMO_LOG_INTERVAL must be >= 1", file=sys.stderr)
         return 2
+    duration_s = float(os.environ.get("TUNECTL_DURATION_S", "0") or 0)
     rng = random.Random(args.seed)
     decode_buf = os.urandom(DECODE_BYTES)
     compute_buf = os.urandom(COMPUTE_BYTES)
@@ -96,9 +100,12 @@ def main():
 
     print(f"demo trainer: num_workers={args.num_workers} prefetch_factor={args.prefetch_factor} "
           f"steps={args.steps} batch_size={args.batch_size} log_interval={log_interval}", flush=True)
-    interval_start = time.perf_counter()
+    interval_start = begin = time.perf_counter()
     wait_s = 0.0
-    for step in range(1, args.steps + 1):
+    steps = itertools.count(1) if duration_s > 0 else range(1, args.steps + 1)
+    for step in steps:
+        if duration_s > 0 and time.perf_counter() - begin >= duration_s:
+            break
         t0 = time.perf_counter()
         if q is None:
             load_batch(step, decode_buf)

@@ -122,6 +122,7 @@ void ToProto(const LaunchPlan& p, v1::Assign* out) {
     r->set_json_key(m.json_key);
   }
   out->set_timeout_ms(p.timeout_ms);
+  out->set_duration_ms(p.duration_ms);
 }
 
 void ToProto(const Change& c, v1::Change* out) {
@@ -226,6 +227,7 @@ void ToProto(const LogRow& l, v1::LogEntry* out) {
   out->set_actor(l.actor);
   out->set_frozen(l.frozen);
   out->set_entry_json(l.entry_json);
+  out->set_kind(l.kind);
   auto j = nlohmann::json::parse(l.entry_json, nullptr, false);
   if (!j.is_object()) return;
   out->set_change(j.value("change", ""));
@@ -254,6 +256,18 @@ void ToProto(const LogRow& l, v1::LogEntry* out) {
               g.value("status", std::string());
   out->set_others(others);
   out->set_guardrails(guards);
+}
+
+void ToProto(const StabilityRow& s, v1::StabilityRun* out) {
+  out->set_baseline_id(s.baseline_id);
+  out->set_run_id(s.run_id);
+  out->set_config_version(s.config_version);
+  out->set_state(s.state);
+  out->set_duration_s(s.duration_s);
+  out->set_started_at(s.started_at);
+  out->set_finished_at(s.finished_at);
+  out->set_verdict(s.verdict);
+  out->set_message(s.message);
 }
 
 }  // namespace tunectl

@@ -22,4 +22,6 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out);
 void ToProto(const ConfigRow& c, v1::Config* out);
 void ToProto(const LogRow& l, v1::LogEntry* out);
 
+void ToProto(const StabilityRow& s, v1::StabilityRun* out);
+
 }  // namespace tunectl

@@ -64,9 +64,16 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                            v1::Batch*) override;
   grpc::Status GetRegression(grpc::ServerContext*, const v1::GetRegressionRequest*,
                              v1::Regression*) override;
+  grpc::Status RegressRun(grpc::ServerContext*, const v1::RegressRunRequest*,
+                          v1::StabilityRun*) override;
+  grpc::Status RegressSchedule(grpc::ServerContext*, const v1::RegressScheduleRequest*,
+                               v1::Watch*) override;
+  grpc::Status RegressStop(grpc::ServerContext*, const v1::RegressStopRequest*,
+                           v1::Watch*) override;
 
  private:
   Status FillBatch(const BatchRow& b, v1::Batch* out);
+  void FillWatch(const WatchRow& w, v1::Watch* out);
   Store* store_;
   Dispatcher* dispatcher_;
   ScheduleBook schedules_;

@@ -251,6 +251,12 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   row.cron = req->cron();
   row.tz = req->tz().empty() ? "UTC" : req->tz();
   row.max_agents = req->max_agents();
+  row.on_window_end = req->on_window_end().empty() ? "finish" : req->on_window_end();
+  if (row.on_window_end != "finish" && row.on_window_end != "requeue")
+    return ToGrpc(Status::InvalidArgument("--on-window-end: \"" + row.on_window_end +
+                                          "\" is not a policy; allowed: finish (running runs "
+                                          "complete), requeue (they are stopped and run again "
+                                          "in the next window)"));
   if (row.name.empty() || row.name.size() > 63)
     return ToGrpc(Status::InvalidArgument("schedule name: 1-63 characters, e.g. nightly"));
   if (req->max_agents() < 0)
@@ -276,6 +282,7 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   resp->set_duration_s(row.duration_s);
   resp->set_tz(row.tz);
   resp->set_max_agents(row.max_agents);
+  resp->set_on_window_end(row.on_window_end);
   resp->set_status(schedules_.Describe(row, NowS()));
   return grpc::Status::OK;
 }
@@ -293,6 +300,7 @@ grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext*, const v1::Li
     s->set_duration_s(r.duration_s);
     s->set_tz(r.tz);
     s->set_max_agents(r.max_agents);
+    s->set_on_window_end(r.on_window_end);
     s->set_status(schedules_.Describe(r, NowS()));
     s->set_created_at(r.created_at);
     s->set_actor(r.actor);
@@ -414,6 +422,69 @@ grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
   resp->set_latest_level(report.latest.level);
   resp->set_latest_bound(report.latest.bound);
   for (const auto& a : report.alerts) resp->add_alerts(a);
+  for (const auto& g : s->recorded) {
+    auto* x = resp->add_recorded();
+    x->set_id(g.id);
+    x->set_kind(g.kind);
+    x->set_metric(g.metric);
+    x->set_first_bad_run(g.first_bad_run);
+    x->set_before(g.before.value_or(0));
+    x->set_after(g.after.value_or(0));
+    x->set_p(g.p.value_or(0));
+    x->set_message(g.message);
+    x->set_detected_at(g.detected_at);
+    x->set_config_version(g.config_version);
+  }
+  for (const auto& st : s->stability) ToProto(st, resp->add_stability());
+  if (s->watch) FillWatch(*s->watch, resp->mutable_watch());
+  return grpc::Status::OK;
+}
+
+void TuningServiceImpl::FillWatch(const WatchRow& w, v1::Watch* out) {
+  out->set_id(w.id);
+  out->set_workload(w.workload);
+  out->set_schedule(w.schedule);
+  out->set_repeats(w.repeats);
+  out->set_state(w.state);
+  out->set_checks(w.checks);
+  out->set_actor(w.actor);
+  out->set_created_at(w.created_at);
+  if (w.state != "active") return;
+  if (auto rows = store_->ListSchedules(); rows.ok())
+    for (const auto& r : *rows)
+      if (r.id == w.schedule_id) out->set_status(schedules_.Describe(r, NowS()));
+}
+
+grpc::Status TuningServiceImpl::RegressRun(grpc::ServerContext* ctx,
+                                           const v1::RegressRunRequest* req,
+                                           v1::StabilityRun* resp) {
+  if (req->duration().empty())
+    return ToGrpc(Status::InvalidArgument(
+        "--duration: missing; how long the stability run lasts, e.g. --duration 2h"));
+  auto d = ParseDurationMs(req->duration());
+  if (!d.ok()) return ToGrpc(Status::InvalidArgument("--duration: " + d.status().message()));
+  auto r = store_->CreateStabilityRun(req->workload(), *d / 1000, req->schedule(), Actor(ctx));
+  if (!r.ok()) return ToGrpc(r.status());
+  dispatcher_->Notify();
+  ToProto(*r, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::RegressSchedule(grpc::ServerContext* ctx,
+                                                const v1::RegressScheduleRequest* req,
+                                                v1::Watch* resp) {
+  auto w = store_->CreateWatch(req->workload(), req->schedule(), req->repeats(), Actor(ctx));
+  if (!w.ok()) return ToGrpc(w.status());
+  dispatcher_->Notify();
+  FillWatch(*w, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::RegressStop(grpc::ServerContext* ctx,
+                                            const v1::RegressStopRequest* req, v1::Watch* resp) {
+  auto w = store_->StopWatch(req->workload(), Actor(ctx));
+  if (!w.ok()) return ToGrpc(w.status());
+  FillWatch(*w, resp);
   return grpc::Status::OK;
 }
 

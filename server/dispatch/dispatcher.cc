@@ -72,7 +72,7 @@ int Dispatcher::DispatchOnce() {
         v1::ServerMessage m;
         m.mutable_cancel()->set_run_id(c.run_id);
         m.mutable_cancel()->set_attempt(c.attempt);
-        m.mutable_cancel()->set_reason("experiment cancelled");
+        m.mutable_cancel()->set_reason("cancelled by the server");
         s->Send(m);
       }
     }
@@ -100,6 +100,27 @@ int Dispatcher::DispatchOnce() {
   return assigned;
 }
 
+int Dispatcher::ScheduleOnce() {
+  leader_ = !opts_.try_lead || opts_.try_lead();
+  if (!leader_) return 0;
+  auto rows = store_->ListSchedules();
+  if (!rows.ok() || rows->empty()) return 0;
+  std::map<int64_t, int64_t> starts;
+  for (const auto& [id, w] : schedules_.OpenWindows(*rows, opts_.now_s())) starts[id] = w.start;
+  int n = 0;
+  if (auto q = store_->QueueDueChecks(starts, "scheduler"); q.ok() && *q > 0) {
+    log_(LogLevel::kInfo, std::to_string(*q) + " periodic regression check(s) queued");
+    n += *q;
+  }
+  if (auto r = store_->RequeueAtWindowEnd(starts); r.ok() && *r > 0) {
+    log_(LogLevel::kInfo, std::to_string(*r) +
+                              " run(s) stopped at the end of their window; they run again in the "
+                              "next one");
+    n += *r;
+  }
+  return n;
+}
+
 void Dispatcher::Loop() {
   auto last_expire = std::chrono::steady_clock::now();
   for (;;) {
@@ -115,6 +136,11 @@ void Dispatcher::Loop() {
       auto n = store_->ExpireAgents(opts_.agent_timeout_s);
       if (n.ok() && *n > 0)
         log_(LogLevel::kWarn, std::to_string(*n) + " run(s) of silent agents requeued or lost");
+      const bool was = leader_;
+      ScheduleOnce();
+      if (leader_ != was)
+        log_(LogLevel::kInfo, leader_ ? "this server now runs the scheduler (advisory-lock leader)"
+                                      : "another server runs the scheduler");
     }
     DispatchOnce();
   }

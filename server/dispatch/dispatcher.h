@@ -1,6 +1,7 @@
 // Dispatcher: moves queued runs to connected agents with free slots and matching labels, and
-// expires silent agents (their runs are requeued as new attempts). One background thread;
-// Register/Unregister/Notify are thread-safe.
+// expires silent agents (their runs are requeued as new attempts). While this server holds the
+// scheduler lock it also runs the scheduler: one periodic check per watch per window, and the
+// window-end policy. One background thread; Register/Unregister/Notify/leader are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,9 @@ struct DispatcherOptions {
   int interval_ms = 500;           // poll period when nothing notifies
   int agent_timeout_s = 15;        // silent agents are expired after this
   std::function<int64_t()> now_s;  // the clock (Unix seconds); default: the system clock
+  // Whether this server may run the scheduler now (the advisory-lock leader); called from the
+  // dispatcher thread about once a second. Default: always (a single server).
+  std::function<bool()> try_lead;
 };
 
 class Dispatcher {
@@ -46,6 +50,10 @@ class Dispatcher {
   void Notify();
   // One dispatch pass (also used by tests); returns the number of runs assigned.
   int DispatchOnce();
+  // One scheduler pass if this server leads (also used by tests): queues due periodic checks and
+  // applies the window-end policy. Returns the number of checks queued plus runs stopped.
+  int ScheduleOnce();
+  bool leader() const { return leader_.load(); }
 
  private:
   void Loop();
@@ -60,6 +68,7 @@ class Dispatcher {
   std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
   std::thread thread_;
   ScheduleBook schedules_;
+  std::atomic<bool> leader_{false};
 };
 
 }  // namespace tunectl

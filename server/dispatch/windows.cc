@@ -41,13 +41,20 @@ Result<Schedule> ScheduleBook::Get(const ScheduleRow& row) {
   return s;
 }
 
-std::string ScheduleBook::OpenWindowsJson(const std::vector<ScheduleRow>& rows, int64_t now) {
-  nlohmann::json open = nlohmann::json::object();
+std::map<int64_t, TimeWindow> ScheduleBook::OpenWindows(const std::vector<ScheduleRow>& rows,
+                                                        int64_t now) {
+  std::map<int64_t, TimeWindow> open;
   for (const auto& r : rows) {
     auto s = Get(r);
     if (!s.ok()) continue;
-    if (auto w = ActiveWindow(*s, now)) open[std::to_string(r.id)] = w->end - now;
+    if (auto w = ActiveWindow(*s, now)) open[r.id] = *w;
   }
+  return open;
+}
+
+std::string ScheduleBook::OpenWindowsJson(const std::vector<ScheduleRow>& rows, int64_t now) {
+  nlohmann::json open = nlohmann::json::object();
+  for (const auto& [id, w] : OpenWindows(rows, now)) open[std::to_string(id)] = w.end - now;
   return open.dump();
 }
 

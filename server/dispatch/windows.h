@@ -18,6 +18,8 @@ Result<Schedule> BuildSchedule(const ScheduleRow& row);
 
 class ScheduleBook {
  public:
+  // The current window of each schedule open at `now`, by schedule id.
+  std::map<int64_t, TimeWindow> OpenWindows(const std::vector<ScheduleRow>& rows, int64_t now);
   // {"<schedule id>": seconds left in its current window} for the schedules open at `now`.
   std::string OpenWindowsJson(const std::vector<ScheduleRow>& rows, int64_t now);
   // "open until 2026-12-03 06:00 Asia/Shanghai" / "next window 2026-12-03 01:00 Asia/Shanghai".

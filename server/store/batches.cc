@@ -12,7 +12,7 @@ namespace {
 
 const char* const kScheduleSelect =
     "SELECT id, name, COALESCE(window_spec, ''), COALESCE(cron, ''), duration_s, tz, max_agents, "
-    "actor, tunectl_ts(created_at) FROM schedules ";
+    "actor, tunectl_ts(created_at), on_window_end FROM schedules ";
 
 ScheduleRow ScheduleFromRow(const pqxx::row& r) {
   ScheduleRow s;
@@ -25,6 +25,7 @@ ScheduleRow ScheduleFromRow(const pqxx::row& r) {
   s.max_agents = r[6].as<int>();
   s.actor = r[7].as<std::string>();
   s.created_at = r[8].as<std::string>();
+  s.on_window_end = r[9].as<std::string>();
   return s;
 }
 
@@ -66,15 +67,19 @@ Result<int64_t> Store::CreateSchedule(const ScheduleRow& s, const std::string& a
       return Status::AlreadyExists("schedule \"" + s.name + "\" exists already; pick another name");
     const int64_t id =
         w.exec_params1(
-             "INSERT INTO schedules(name, window_spec, cron, duration_s, tz, max_agents, actor) "
-             "VALUES "
-             "($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+             "INSERT INTO schedules(name, window_spec, cron, duration_s, tz, max_agents, actor, "
+             "on_window_end) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
              s.name, s.window.empty() ? std::nullopt : std::optional<std::string>(s.window),
              s.cron.empty() ? std::nullopt : std::optional<std::string>(s.cron), s.duration_s, s.tz,
-             s.max_agents, actor)[0]
+             s.max_agents, actor, s.on_window_end)[0]
             .as<int64_t>();
     Audit(w, actor, "schedule.created", "schedule", id,
-          {{"name", s.name}, {"window", s.window}, {"cron", s.cron}, {"tz", s.tz}});
+          {{"name", s.name},
+           {"window", s.window},
+           {"cron", s.cron},
+           {"tz", s.tz},
+           {"max_agents", s.max_agents},
+           {"on_window_end", s.on_window_end}});
     return id;
   });
 }
@@ -187,39 +192,13 @@ Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
         "state = 'running')",
         id);
     w.exec_params0(
-        "UPDATE runs SET cancel_requested = true WHERE state IN ('assigned','running') AND "
-        "experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND state = 'running')",
+        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE state IN "
+        "('assigned','running') AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND state = 'running')",
         id);
     w.exec_params0(
         "UPDATE experiments SET state = 'cancelled' WHERE batch_id = $1 AND state = 'running'", id);
     Audit(w, actor, "batch.cancelled", "batch", id, json::object());
     return LoadBatch(w, id);
-  });
-}
-
-Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload) {
-  return InTx<RegressionSeries>(pool_, [&](pqxx::work& w) -> Result<RegressionSeries> {
-    auto wl = ResolveWorkload(w, workload);
-    if (!wl.ok()) return wl.status();
-    RegressionSeries s;
-    s.workload = wl->name;
-    s.config_version = wl->config_version;
-    const MetricSpec* primary = nullptr;
-    for (const auto& m : wl->spec.metrics)
-      if (m.role == MetricRole::kPrimary) primary = &m;
-    if (!primary && !wl->spec.metrics.empty()) primary = &wl->spec.metrics[0];
-    if (!primary) return Status::FailedPrecondition("workload " + wl->name + " has no metrics");
-    s.metric = *primary;
-    for (const auto& r : w.exec_params(
-             "SELECT r.id, tunectl_ts(r.finished_at), rs.median FROM runs r JOIN run_summaries rs "
-             "ON rs.run_id = r.id AND rs.metric = $2 WHERE r.workload_id = $1 AND r.state = "
-             "'succeeded' AND rs.usable AND rs.median IS NOT NULL AND ((r.config_id = $3 AND "
-             "(r.arm IS NULL OR r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 "
-             "FROM experiments e WHERE e.id = r.experiment_id AND e.frozen_config_id = $3))) "
-             "ORDER BY r.finished_at, r.id",
-             wl->id, s.metric.name, wl->config_id))
-      s.points.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<double>()});
-    return s;
   });
 }
 

@@ -55,7 +55,8 @@ Result<BaselineRef> ResolveBaseline(pqxx::work& w, const std::string& workload, 
   auto wl = ResolveWorkload(w, workload);
   if (!wl.ok()) return wl.status();
   auto r = w.exec_params(
-      "SELECT id, state FROM baselines WHERE workload_id = $1 AND config_id = $2 ORDER BY id DESC",
+      "SELECT id, state FROM baselines WHERE workload_id = $1 AND config_id = $2 AND purpose = "
+      "'baseline' ORDER BY id DESC",
       wl->id, wl->config_id);
   for (const auto& row : r)
     if (row[1].as<std::string>() == "completed") return LoadBaseline(w, row[0].as<int64_t>());
@@ -175,7 +176,8 @@ void QueuePair(pqxx::work& w, int64_t experiment, int64_t workload, int64_t conf
   for (int arm : {first, 1 - first}) {
     w.exec_params0(
         "INSERT INTO runs(workload_id, experiment_id, arm, config_id, idx, params, launch, "
-        "selector, state) VALUES ($1,$2,$3,$4,$5,$6::jsonb,$7::jsonb,$8::jsonb,'queued')",
+        "selector, state, schedule_id, expected_s) SELECT $1,$2,$3,$4,$5,$6::jsonb,$7::jsonb,"
+        "$8::jsonb,'queued',e.schedule_id,e.expected_s FROM experiments e WHERE e.id = $2",
         workload, experiment, arm == 0 ? "control" : "variant", config, ++idx, params[arm],
         launches[arm], selector);
   }
@@ -547,7 +549,8 @@ Result<ExperimentRow> Store::CancelExperiment(int64_t id, const std::string& act
         "WHERE experiment_id = $1 AND state = 'queued'",
         id);
     w.exec_params0(
-        "UPDATE runs SET cancel_requested = true WHERE experiment_id = $1 AND state IN "
+        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE experiment_id = $1 AND "
+        "state IN "
         "('assigned','running')",
         id);
     Audit(w, actor, "experiment.cancelled", "experiment", id, json::object());
@@ -702,11 +705,12 @@ Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const st
     }
     std::vector<LogRow> out;
     for (const auto& r : w.exec_params(
-             "SELECT l.experiment_id, wl.name, tunectl_ts(l.at), l.actor, l.entry::text, "
-             "(SELECT f.entry::text FROM tuning_log f WHERE f.experiment_id = l.experiment_id "
-             "AND f.kind = 'frozen' ORDER BY f.id DESC LIMIT 1) "
+             "SELECT COALESCE(l.experiment_id, 0), wl.name, tunectl_ts(l.at), l.actor, "
+             "l.entry::text, (SELECT f.entry::text FROM tuning_log f WHERE f.experiment_id = "
+             "l.experiment_id AND f.kind = 'frozen' ORDER BY f.id DESC LIMIT 1), l.kind "
              "FROM tuning_log l JOIN workloads wl ON wl.id = l.workload_id "
-             "WHERE l.kind = 'decided' AND ($1 = '' OR wl.name = $1) ORDER BY l.id",
+             "WHERE l.kind IN ('decided', 'regression') AND ($1 = '' OR wl.name = $1) "
+             "ORDER BY l.id",
              workload)) {
       LogRow row;
       row.experiment_id = r[0].as<int64_t>();
@@ -714,6 +718,7 @@ Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const st
       row.at = r[2].as<std::string>();
       row.actor = r[3].as<std::string>();
       row.entry_json = r[4].as<std::string>();
+      row.kind = r[6].as<std::string>();
       if (!param.empty()) {
         auto j = json::parse(row.entry_json, nullptr, false);
         if (!j.contains("to") || !j["to"].contains(param)) continue;

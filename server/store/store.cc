@@ -336,6 +336,48 @@ Result<WorkloadRow> Store::GetWorkload(const std::string& name) {
   return InTx<WorkloadRow>(pool_, [&](pqxx::work& w) { return LoadWorkload(w, name); });
 }
 
+namespace internal {
+
+Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
+                                 const std::string& actor, const BaselineExtras& x) {
+  auto launch = BindLaunch(wl.spec, wl.config_params);
+  if (!launch.ok()) return launch.status();
+  auto opt = [](int64_t v) { return v ? std::optional<int64_t>(v) : std::nullopt; };
+  const int64_t id =
+      w.exec_params1(
+           "INSERT INTO baselines(workload_id, config_id, repeats, state, actor, purpose, "
+           "duration_s, watch_id) VALUES ($1,$2,$3,'running',$4,$5,$6,$7) RETURNING id",
+           wl.id, wl.config_id, repeats, actor, x.purpose, x.duration_s, opt(x.watch_id))[0]
+          .as<int64_t>();
+  std::string launch_json = LaunchJson(wl.spec, *launch);
+  if (x.duration_s > 0) {
+    auto j = json::parse(launch_json);
+    j["duration_ms"] = x.duration_s * 1000;
+    // The agent stops the run at its duration; the timeout only catches a job that ignores it.
+    j["timeout_ms"] = x.duration_s * 1000 + 5 * 60 * 1000;
+    launch_json = j.dump();
+  }
+  const std::string params = MapToJson(wl.config_params);
+  const std::string selector = MapToJson(wl.spec.run.selector);
+  for (int i = 1; i <= repeats; ++i) {
+    w.exec_params0(
+        "INSERT INTO runs(workload_id, baseline_id, config_id, idx, params, launch, selector, "
+        "state, schedule_id, expected_s) VALUES ($1,$2,$3,$4,$5::jsonb,$6::jsonb,$7::jsonb,"
+        "'queued',$8,$9)",
+        wl.id, id, wl.config_id, i, params, launch_json, selector, opt(x.schedule_id),
+        x.expected_s);
+  }
+  Audit(w, actor, x.purpose == "baseline" ? "baseline.created" : x.purpose + ".created",
+        "baseline", id,
+        {{"workload", wl.name},
+         {"config_version", wl.config_version},
+         {"repeats", repeats},
+         {"purpose", x.purpose}});
+  return id;
+}
+
+}  // namespace internal
+
 Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
                                       const std::string& actor) {
   return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
@@ -346,25 +388,7 @@ Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
           "--repeats: " + std::to_string(repeats) +
           " is out of range; allowed 1..1000 (0 = the workload's run.repeats)");
     if (repeats == 0) repeats = wl->spec.run.repeats;
-    auto launch = BindLaunch(wl->spec, wl->config_params);
-    if (!launch.ok()) return launch.status();
-    const int64_t id = w.exec_params1(
-                            "INSERT INTO baselines(workload_id, config_id, repeats, state, actor) "
-                            "VALUES ($1,$2,$3,'running',$4) RETURNING id",
-                            wl->id, wl->config_id, repeats, actor)[0]
-                           .as<int64_t>();
-    const std::string launch_json = LaunchJson(wl->spec, *launch);
-    const std::string params = MapToJson(wl->config_params);
-    const std::string selector = MapToJson(wl->spec.run.selector);
-    for (int i = 1; i <= repeats; ++i) {
-      w.exec_params0(
-          "INSERT INTO runs(workload_id, baseline_id, config_id, idx, params, launch, selector, "
-          "state) VALUES ($1,$2,$3,$4,$5::jsonb,$6::jsonb,$7::jsonb,'queued')",
-          wl->id, id, wl->config_id, i, params, launch_json, selector);
-    }
-    Audit(w, actor, "baseline.created", "baseline", id,
-          {{"workload", wl->name}, {"config_version", wl->config_version}, {"repeats", repeats}});
-    return id;
+    return CreateBaselineTx(w, *wl, repeats, actor);
   });
 }
 
@@ -437,7 +461,7 @@ Result<std::vector<BaselineRow>> Store::ListBaselines(const std::string& workloa
     std::vector<int64_t> out;
     auto r = w.exec_params(
         "SELECT b.id FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
-        "WHERE $1 = '' OR wl.name = $1 ORDER BY b.id",
+        "WHERE ($1 = '' OR wl.name = $1) AND b.purpose = 'baseline' ORDER BY b.id",
         workload);
     for (const auto& row : r) out.push_back(row[0].as<int64_t>());
     return out;
@@ -601,12 +625,21 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
       std::vector<LaunchPlan>>(pool_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
     std::vector<LaunchPlan> out;
     if (slots <= 0) return out;
+    // A schedule's agent cap is checked against the runs active now; claims that could raise
+    // it are serialized so two agents cannot both take the last place.
+    if (!w.exec("SELECT 1 FROM schedules WHERE max_agents > 0 LIMIT 1").empty())
+      w.exec("SELECT pg_advisory_xact_lock(7325001)");
     auto r = w.exec_params(
         "WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
+        "LEFT JOIN schedules s ON s.id = r.schedule_id "
         "WHERE r.state = 'queued' AND r.selector <@ $1::jsonb AND (e.agent_id IS NULL OR "
         "e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = e.agent_id AND "
-        "a.connected)) AND (e.schedule_id IS NULL OR COALESCE(($4::jsonb ->> "
-        "e.schedule_id::text)::bigint, -1) >= e.expected_s) "
+        "a.connected)) AND (r.schedule_id IS NULL OR (COALESCE(($4::jsonb ->> "
+        "r.schedule_id::text)::bigint, -1) >= r.expected_s AND (s.max_agents = 0 OR EXISTS "
+        "(SELECT 1 FROM runs x WHERE x.schedule_id = r.schedule_id AND x.agent_id = $3 AND "
+        "x.state IN ('assigned','running')) OR (SELECT count(DISTINCT x.agent_id) FROM runs x "
+        "WHERE x.schedule_id = r.schedule_id AND x.state IN ('assigned','running')) < "
+        "s.max_agents))) "
         "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
         "AND b.state IN ('assigned','running'))) FOR UPDATE OF r SKIP LOCKED) "
         "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = now(), reason = '' "
@@ -624,6 +657,7 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
       p.files = j["files"].get<std::map<std::string, std::string>>();
       for (const auto& m : j["metrics"]) p.metrics.push_back({m["name"], m["pattern"], m["json"]});
       p.timeout_ms = j["timeout_ms"].get<int64_t>();
+      p.duration_ms = j.value("duration_ms", int64_t{0});
       Audit(w, "server", "run.assigned", "run", p.run_id,
             {{"agent_id", agent_id}, {"attempt", p.attempt}});
       out.push_back(std::move(p));
@@ -688,15 +722,28 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
       experiment = pre[0][1].as<int64_t>();
       w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", *experiment);
     }
-    auto r = w.exec_params("SELECT attempt, state, launch::text FROM runs WHERE id = $1 FOR UPDATE",
-                           run_id);
+    auto r = w.exec_params(
+        "SELECT attempt, state, launch::text, cancel_reason FROM runs WHERE id = $1 FOR UPDATE",
+        run_id);
     if (r[0][0].as<int>() != attempt || IsTerminal(r[0][1].as<std::string>())) return true;
+    if (res.reason == "cancelled" && r[0][3].as<std::string>() == "window") {
+      // Stopped at the end of its window (policy requeue): runs again in the next one, as a new
+      // attempt that does not count against the run's attempts.
+      w.exec_params0("UPDATE runs SET max_attempts = max_attempts + 1, cancel_requested = false, "
+                     "cancel_reason = '' WHERE id = $1",
+                     run_id);
+      RequeueRuns(w, {run_id}, "stopped at the end of its window; runs again in the next one",
+                  actor);
+      return true;
+    }
     std::string state = "succeeded";
-    if (res.reason == "cancelled")
+    if (res.duration_reached)
+      state = "succeeded";  // a stability run stopped by the agent at its requested duration
+    else if (res.reason == "cancelled")
       state = "cancelled";
     else if (!res.reason.empty() || res.signal != 0 || res.exit_code != 0)
       state = "failed";
-    std::string reason = res.reason;
+    std::string reason = res.duration_reached ? "" : res.reason;
     if (reason.empty() && state == "failed")
       reason = res.signal ? "killed by signal " + std::to_string(res.signal)
                           : "exit code " + std::to_string(res.exit_code);
@@ -732,8 +779,12 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
     for (const auto& m : launch["metrics"])
       better[m["name"].get<std::string>()] =
           m.value("better", std::string("higher")) == "lower" ? Better::kLower : Better::kHigher;
+    std::vector<std::string> names;
+    std::vector<SteadyState> analyses;
     for (const auto& [metric, values] : series) {
       SteadyState s = AnalyzeRun(values, warmup, better[metric]);
+      names.push_back(metric);
+      analyses.push_back(s);
       std::optional<double> med, mn, mx;
       if (s.stats.n > 0) {
         med = s.stats.median;
@@ -752,6 +803,7 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
           s.detected_warmup, s.mad, s.lag1, warnings);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
+    WatchRun(w, run_id, names, analyses, actor);
     if (baseline) MaybeCompleteBaseline(w, *baseline, actor);
     if (experiment) MaybeDecideExperiment(w, *experiment, actor);
     return true;

@@ -107,6 +107,7 @@ struct LaunchPlan {
   std::map<std::string, std::string> files;
   std::vector<MetricRule> metrics;
   int64_t timeout_ms = 0;
+  int64_t duration_ms = 0;  // stability run: stopped at this age and counted as succeeded
 };
 
 struct RunRef {
@@ -133,6 +134,7 @@ struct RunResult {
   std::string stderr_tail;
   int64_t batches = 0;
   int64_t lines = 0;
+  bool duration_reached = false;  // stability run stopped by the agent at its duration
 };
 
 struct HypothesisRow {
@@ -198,6 +200,7 @@ struct LogRow {
   std::string workload, at, actor;
   std::string entry_json;  // the immutable 'decided' entry
   std::string frozen;      // from a later 'frozen' entry: "v2" or "v2 (forced: …)"; "" if none
+  std::string kind = "decided";  // decided | regression (experiment_id 0)
 };
 
 struct ScheduleRow {
@@ -205,7 +208,8 @@ struct ScheduleRow {
   std::string name, window, cron;  // exactly one of window / cron
   int64_t duration_s = 0;
   std::string tz;
-  int max_agents = 0;
+  int max_agents = 0;                     // 0 = no limit on agents running its runs at once
+  std::string on_window_end = "finish";   // finish | requeue (cancel at window end, run again)
   std::string actor, created_at;
 };
 
@@ -232,12 +236,56 @@ struct SeriesPoint {
   double value = 0;
 };
 
-// The primary metric over the succeeded, comparable runs of the workload's current config.
+struct RegressionRecord {
+  int64_t id = 0;
+  std::string kind;  // change_point | stability
+  std::string metric, message, detected_at;
+  int64_t first_bad_run = 0;
+  std::optional<double> before, after, p;
+  int config_version = 0;
+};
+
+struct StabilityRow {
+  int64_t baseline_id = 0, run_id = 0;
+  int config_version = 0;
+  int64_t duration_s = 0;
+  std::string state, started_at, finished_at;
+  std::string verdict;  // pending | stable | regression | failed
+  std::string message;
+};
+
+struct WatchRow {
+  int64_t id = 0;
+  std::string workload, schedule, state, actor, created_at;
+  int64_t schedule_id = 0;
+  int repeats = 0;
+  int checks = 0;  // check baselines queued so far
+};
+
+// The primary metric over the succeeded, comparable runs of the workload's current config
+// (baselines, periodic checks and the variant runs it was frozen from; not stability runs), and
+// what the watch has recorded.
 struct RegressionSeries {
   std::string workload;
   int config_version = 0;
   MetricSpec metric;
   std::vector<SeriesPoint> points;  // in finishing order
+  std::vector<RegressionRecord> recorded;
+  std::vector<StabilityRow> stability;
+  std::optional<WatchRow> watch;
+};
+
+// For /metrics.
+struct StoreSnapshot {
+  std::map<std::string, int64_t> runs_by_state;
+  std::map<std::string, int64_t> experiments_by_state;
+  int64_t agents_connected = 0;
+  struct Regressions {
+    std::string workload, metric, kind;
+    int64_t current_config = 0;  // recorded against the workload's current config
+    int64_t total = 0;
+  };
+  std::vector<Regressions> regressions;
 };
 
 class Store {
@@ -315,8 +363,28 @@ class Store {
   Result<std::vector<BatchRow>> ListBatches();
   Result<BatchRow> CancelBatch(int64_t id, const std::string& actor);
 
-  // Regression watch: the current config's run series.
+  // Regression watch: the current config's run series and what the watch recorded.
   Result<RegressionSeries> GetRegressionSeries(const std::string& workload);
+  // One long run of the current config, stopped at `duration_s` and judged within itself.
+  // `schedule` (optional) gates its start to a window with at least the duration left.
+  Result<StabilityRow> CreateStabilityRun(const std::string& workload, int64_t duration_s,
+                                          const std::string& schedule, const std::string& actor);
+  // Periodic checks: `repeats` runs of the current config in each window of `schedule`.
+  Result<WatchRow> CreateWatch(const std::string& workload, const std::string& schedule,
+                               int repeats, const std::string& actor);
+  Result<WatchRow> StopWatch(const std::string& workload, const std::string& actor);
+
+  // Scheduler duties (run by the leader only). `window_starts`: {schedule id: start (Unix s) of
+  // its open window}. Queues one check per active watch per window (never two while one is
+  // still running); returns how many were queued.
+  Result<int> QueueDueChecks(const std::map<int64_t, int64_t>& window_starts,
+                             const std::string& actor);
+  // Asks agents to stop the running runs of 'requeue' schedules whose window is closed; they
+  // come back queued (a new attempt that does not count against max_attempts). Returns how many.
+  Result<int> RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_starts);
+
+  Result<StoreSnapshot> Snapshot();
+  Status Ping();
 
  private:
   ConnectionPool* pool_;

@@ -6,6 +6,7 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "core/changepoint.h"
 #include "core/template.h"
 #include "server/store/store.h"
 
@@ -56,5 +57,26 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
 Result<ExperimentRow> LoadExperimentById(pqxx::work& w, int64_t id);
 // Creates an experiment (and its first pairs) inside the caller's transaction.
 Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in, const std::string& actor);
+
+// Requeues assigned/running runs as new attempts (or marks them lost when out of attempts).
+int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
+                const std::string& actor);
+
+struct BaselineExtras {
+  std::string purpose = "baseline";  // baseline | check | stability
+  int64_t schedule_id = 0;           // its runs start only inside this schedule's windows
+  int expected_s = 0;                // a run's expected duration (window fit)
+  int64_t duration_s = 0;            // stability: stop the run at this age
+  int64_t watch_id = 0;
+};
+// Creates a baseline of the workload's current config and its queued runs.
+Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
+                                 const std::string& actor, const BaselineExtras& x = {});
+// After a run's summaries are stored (the caller holds the run's row lock): records the
+// regressions the run confirms, each once, with its tuning-log entry and audit event. A
+// stability run is judged within itself (`analyses`, one per metric in `names`); any other
+// succeeded run of the current config extends the series that change-point detection watches.
+void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
+              const std::vector<SteadyState>& analyses, const std::string& actor);
 
 }  // namespace tunectl::internal

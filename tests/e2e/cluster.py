@@ -29,6 +29,7 @@ class Cluster:
         os.chmod(self.dir, 0o755)  # the embedded PostgreSQL may run as another user
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
+        self.http_port = free_port()
         self.server = None
         self.agents = {}
         self.start_server()
@@ -41,7 +42,8 @@ class Cluster:
             os.unlink(port_file)
         self.server = subprocess.Popen(
             [os.path.join(BIN, "tunectl-server"), "--data-dir", os.path.join(self.dir, "data"),
-             "--listen", self.addr, "--port-file", port_file, "--agent-timeout", "20"],
+             "--listen", self.addr, "--port-file", port_file, "--agent-timeout", "20",
+             "--http", f"127.0.0.1:{self.http_port}"],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.time() + timeout
@@ -68,6 +70,16 @@ class Cluster:
         log.close()
         self.wait_for(lambda: any(a["name"] == name and a["connected"]
                                   for a in self.json("agent", "list")), what=f"agent {name}")
+
+    def http_get(self, path):
+        """(status, body) of GET http://127.0.0.1:<http port><path> on the server."""
+        import urllib.error
+        import urllib.request
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
 
     def runs_dir(self, agent):
         return os.path.join(self.dir, "runs", agent)

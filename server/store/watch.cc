@@ -1,0 +1,420 @@
+// Regression watch in the store: the current config's series, stability runs, periodic checks
+// (watches), the scheduler's window duties, and recording confirmed regressions.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "core/regression.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace tunectl {
+
+using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
+
+namespace {
+
+// The primary metric's series: succeeded, usable runs of the current config (not stability runs),
+// and the variant runs it was frozen from, in finishing order.
+std::vector<SeriesPoint> LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m) {
+  std::vector<SeriesPoint> out;
+  for (const auto& r : w.exec_params(
+           "SELECT r.id, tunectl_ts(r.finished_at), rs.median FROM runs r JOIN run_summaries rs "
+           "ON rs.run_id = r.id AND rs.metric = $2 LEFT JOIN baselines b ON b.id = r.baseline_id "
+           "WHERE r.workload_id = $1 AND r.state = 'succeeded' AND rs.usable AND rs.median IS NOT "
+           "NULL AND COALESCE(b.purpose, '') <> 'stability' AND ((r.config_id = $3 AND (r.arm IS "
+           "NULL OR r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 FROM "
+           "experiments e WHERE e.id = r.experiment_id AND e.frozen_config_id = $3))) "
+           "ORDER BY r.finished_at, r.id",
+           wl.id, m, wl.config_id))
+    out.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<double>()});
+  return out;
+}
+
+std::optional<double> OptDouble(const pqxx::field& f) {
+  return f.is_null() ? std::nullopt : std::optional<double>(f.as<double>());
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Inserts the regression once; on the first insert also its tuning-log entry and audit event.
+void Record(pqxx::work& w, const WorkloadRow& wl, const std::string& kind,
+            const std::string& metric, int64_t first_bad_run, std::optional<double> before,
+            std::optional<double> after, std::optional<double> p, const std::string& message) {
+  auto ins = w.exec_params(
+      "INSERT INTO regressions(workload_id, config_id, metric, kind, first_bad_run, before, "
+      "after, p, message) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING RETURNING id",
+      wl.id, wl.config_id, metric, kind, first_bad_run, before, after, p, message);
+  if (ins.empty()) return;
+  const int64_t id = ins[0][0].as<int64_t>();
+  json entry = {{"kind", "regression"},
+                {"regression_id", id},
+                {"detector", kind},
+                {"workload", wl.name},
+                {"config_version", wl.config_version},
+                {"change", "none (v" + std::to_string(wl.config_version) + " unchanged)"},
+                {"metric", metric},
+                {"first_bad_run", first_bad_run},
+                {"message", message},
+                {"decision", "regressed"}};
+  if (before && after && *before != 0) {
+    entry["before"] = *before;
+    entry["after"] = *after;
+    entry["primary"] = {{"metric", metric},
+                        {"ratio", *after / *before},
+                        {"ci_low", *after / *before},
+                        {"ci_high", *after / *before},
+                        {"p_value", p.value_or(1.0)}};
+  } else {
+    entry["primary"] = {{"metric", metric}};
+  }
+  w.exec_params0(
+      "INSERT INTO tuning_log(workload_id, kind, actor, entry) VALUES ($1, 'regression', "
+      "'watch', $2::json)",
+      wl.id, entry.dump());
+  Audit(w, "watch", "regression.detected", "regression", id, entry);
+}
+
+Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
+  auto r = w.exec_params("SELECT id FROM schedules WHERE name = $1", name);
+  if (!r.empty()) return r[0][0].as<int64_t>();
+  std::string known;
+  for (const auto& row : w.exec("SELECT name FROM schedules ORDER BY name"))
+    known += (known.empty() ? "" : ", ") + row[0].as<std::string>();
+  return Status::NotFound("--schedule: no schedule named \"" + name + "\"; " +
+                          (known.empty() ? "there are none yet (tunectl schedule create …)"
+                                         : "schedules: " + known));
+}
+
+const char* const kWatchSelect =
+    "SELECT wa.id, wl.name, s.name, wa.schedule_id, wa.repeats, wa.state, wa.actor, "
+    "tunectl_ts(wa.created_at), (SELECT count(*) FROM baselines b WHERE b.watch_id = wa.id) "
+    "FROM watches wa JOIN workloads wl ON wl.id = wa.workload_id JOIN schedules s ON s.id = "
+    "wa.schedule_id ";
+
+WatchRow WatchFromRow(const pqxx::row& r) {
+  WatchRow x;
+  x.id = r[0].as<int64_t>();
+  x.workload = r[1].as<std::string>();
+  x.schedule = r[2].as<std::string>();
+  x.schedule_id = r[3].as<int64_t>();
+  x.repeats = r[4].as<int>();
+  x.state = r[5].as<std::string>();
+  x.actor = r[6].as<std::string>();
+  x.created_at = r[7].as<std::string>();
+  x.checks = r[8].as<int>();
+  return x;
+}
+
+const char* const kStabilitySelect =
+    "SELECT b.id, r.id, c.version, b.duration_s, r.state, COALESCE(tunectl_ts(r.started_at), ''), "
+    "COALESCE(tunectl_ts(r.finished_at), ''), r.reason, (SELECT string_agg(g.message, '; ' ORDER "
+    "BY g.id) FROM regressions g WHERE g.first_bad_run = r.id AND g.kind = 'stability') "
+    "FROM baselines b JOIN runs r ON r.baseline_id = b.id JOIN config_versions c ON c.id = "
+    "b.config_id WHERE b.purpose = 'stability' ";
+
+StabilityRow StabilityFromRow(const pqxx::row& r) {
+  StabilityRow x;
+  x.baseline_id = r[0].as<int64_t>();
+  x.run_id = r[1].as<int64_t>();
+  x.config_version = r[2].as<int>();
+  x.duration_s = r[3].as<int64_t>();
+  x.state = r[4].as<std::string>();
+  x.started_at = r[5].as<std::string>();
+  x.finished_at = r[6].as<std::string>();
+  if (!r[8].is_null()) {
+    x.verdict = "regression";
+    x.message = r[8].as<std::string>();
+  } else if (x.state == "succeeded") {
+    x.verdict = "stable";
+  } else if (!IsTerminal(x.state)) {
+    x.verdict = "pending";
+  } else {
+    x.verdict = x.state;
+    x.message = r[7].as<std::string>();
+  }
+  return x;
+}
+
+// Median duration of the current config's succeeded runs (0 = unknown).
+int ExpectedRunSeconds(pqxx::work& w, const WorkloadRow& wl) {
+  return w
+      .exec_params1(
+          "SELECT COALESCE(ceil(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "
+          "r.finished_at - r.started_at))), 0)::int FROM runs r LEFT JOIN baselines b ON b.id = "
+          "r.baseline_id WHERE r.workload_id = $1 AND r.config_id = $2 AND r.state = 'succeeded' "
+          "AND r.started_at IS NOT NULL AND COALESCE(b.purpose, '') <> 'stability'",
+          wl.id, wl.config_id)[0]
+      .as<int>();
+}
+
+}  // namespace
+
+namespace internal {
+
+void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
+              const std::vector<SteadyState>& analyses, const std::string& actor) {
+  (void)actor;
+  auto r = w.exec_params(
+      "SELECT r.state, wl.name, r.config_id, COALESCE(b.purpose, ''), r.reason, "
+      "COALESCE(b.duration_s, 0) FROM runs r JOIN workloads wl ON wl.id = r.workload_id "
+      "LEFT JOIN baselines b ON b.id = r.baseline_id WHERE r.id = $1",
+      run_id);
+  if (r.empty()) return;
+  const std::string state = r[0][0].as<std::string>();
+  const std::string purpose = r[0][3].as<std::string>();
+  // One watcher per workload at a time: the series and the recorded regressions stay consistent.
+  w.exec_params("SELECT 1 FROM workloads WHERE name = $1 FOR UPDATE", r[0][1].as<std::string>());
+  auto wl = LoadWorkload(w, r[0][1].as<std::string>());
+  if (!wl.ok()) return;
+  const MetricSpec* primary = wl->spec.PrimaryMetric();
+  if (!primary) return;
+  if (purpose == "stability") {
+    if (r[0][2].as<int64_t>() != wl->config_id) return;  // a config no longer current
+    const std::string what = "stability run " + std::to_string(run_id) + " of v" +
+                             std::to_string(wl->config_version) + ": ";
+    if (state == "failed") {
+      Record(w, *wl, "stability", primary->name, run_id, std::nullopt, std::nullopt, std::nullopt,
+             what + "failed part-way (" + r[0][4].as<std::string>() + ")");
+    } else if (state == "succeeded") {
+      for (const auto& f : CheckStabilityRun(wl->spec, names, analyses))
+        Record(w, *wl, "stability", f.metric, run_id, std::nullopt, std::nullopt, std::nullopt,
+               what + f.message);
+    }
+    return;
+  }
+  if (state != "succeeded") return;
+  const auto points = LoadSeries(w, *wl, primary->name);
+  std::vector<double> values;
+  std::vector<std::string> labels;
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < points.size(); ++i) {
+    values.push_back(points[i].value);
+    labels.push_back("run " + std::to_string(points[i].run_id));
+    index_of[points[i].run_id] = i;
+  }
+  if (!index_of.count(run_id)) return;  // not part of the current config's series
+  const RegressionReport report = AnalyzeRegression(values, labels, *primary);
+  std::vector<size_t> recorded;
+  for (const auto& g : w.exec_params(
+           "SELECT first_bad_run FROM regressions WHERE config_id = $1 AND metric = $2 AND kind = "
+           "'change_point'",
+           wl->config_id, primary->name))
+    if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
+      recorded.push_back(it->second);
+  for (size_t i : UnrecordedRegressions(report, recorded)) {
+    const auto& c = report.changes[i].point;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
+    Record(w, *wl, "change_point", primary->name, points[c.index].run_id, c.before, c.after, c.p,
+           primary->name + " of v" + std::to_string(wl->config_version) + " went from " +
+               Num(c.before) + " to " + Num(c.after) + " (" + pct + ") starting with run " +
+               std::to_string(points[c.index].run_id) + ", without a config change");
+  }
+}
+
+}  // namespace internal
+
+Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload) {
+  return InTx<RegressionSeries>(pool_, [&](pqxx::work& w) -> Result<RegressionSeries> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    RegressionSeries s;
+    s.workload = wl->name;
+    s.config_version = wl->config_version;
+    const MetricSpec* primary = wl->spec.PrimaryMetric();
+    if (!primary) return Status::FailedPrecondition("workload " + wl->name + " has no metrics");
+    s.metric = *primary;
+    s.points = LoadSeries(w, *wl, s.metric.name);
+    for (const auto& r : w.exec_params(
+             "SELECT g.id, g.kind, g.metric, g.message, tunectl_ts(g.detected_at), "
+             "g.first_bad_run, g.before, g.after, g.p, c.version FROM regressions g JOIN "
+             "config_versions c ON c.id = g.config_id WHERE g.workload_id = $1 ORDER BY g.id",
+             wl->id)) {
+      RegressionRecord x;
+      x.id = r[0].as<int64_t>();
+      x.kind = r[1].as<std::string>();
+      x.metric = r[2].as<std::string>();
+      x.message = r[3].as<std::string>();
+      x.detected_at = r[4].as<std::string>();
+      x.first_bad_run = r[5].as<int64_t>();
+      x.before = OptDouble(r[6]);
+      x.after = OptDouble(r[7]);
+      x.p = OptDouble(r[8]);
+      x.config_version = r[9].as<int>();
+      s.recorded.push_back(x);
+    }
+    for (const auto& r : w.exec_params(std::string(kStabilitySelect) +
+                                           "AND b.workload_id = $1 ORDER BY b.id DESC LIMIT 20",
+                                       wl->id))
+      s.stability.push_back(StabilityFromRow(r));
+    auto watch = w.exec_params(
+        std::string(kWatchSelect) + "WHERE wa.workload_id = $1 ORDER BY wa.state = 'active' DESC, "
+                                    "wa.id DESC LIMIT 1",
+        wl->id);
+    if (!watch.empty()) s.watch = WatchFromRow(watch[0]);
+    return s;
+  });
+}
+
+Result<StabilityRow> Store::CreateStabilityRun(const std::string& workload, int64_t duration_s,
+                                               const std::string& schedule,
+                                               const std::string& actor) {
+  return InTx<StabilityRow>(pool_, [&](pqxx::work& w) -> Result<StabilityRow> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    if (duration_s < 5 || duration_s > 30LL * 86400)
+      return Status::InvalidArgument("--duration: " + std::to_string(duration_s) +
+                                     "s is out of range; allowed 5s..30d (e.g. 2h, 90m)");
+    BaselineExtras x;
+    x.purpose = "stability";
+    x.duration_s = duration_s;
+    x.expected_s = static_cast<int>(duration_s);
+    if (!schedule.empty()) {
+      auto sid = ScheduleId(w, schedule);
+      if (!sid.ok()) return sid.status();
+      x.schedule_id = *sid;
+    }
+    auto id = CreateBaselineTx(w, *wl, 1, actor, x);
+    if (!id.ok()) return id.status();
+    auto r = w.exec_params(std::string(kStabilitySelect) + "AND b.id = $1", *id);
+    return StabilityFromRow(r[0]);
+  });
+}
+
+Result<WatchRow> Store::CreateWatch(const std::string& workload, const std::string& schedule,
+                                    int repeats, const std::string& actor) {
+  return InTx<WatchRow>(pool_, [&](pqxx::work& w) -> Result<WatchRow> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    if (repeats == 0) repeats = 3;
+    if (repeats < 1 || repeats > 100)
+      return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +
+                                     " is out of range; allowed 1..100 runs per window");
+    if (schedule.empty())
+      return Status::InvalidArgument(
+          "--schedule: missing; name the schedule whose windows the checks run in");
+    auto sid = ScheduleId(w, schedule);
+    if (!sid.ok()) return sid.status();
+    auto active = w.exec_params(
+        std::string(kWatchSelect) + "WHERE wa.workload_id = $1 AND wa.state = 'active'", wl->id);
+    if (!active.empty()) {
+      auto a = WatchFromRow(active[0]);
+      return Status::AlreadyExists("workload " + wl->name + " is already watched on schedule " +
+                                   a.schedule + " (watch " + std::to_string(a.id) +
+                                   "); stop it first: tunectl regress stop " + wl->name);
+    }
+    const int64_t id =
+        w.exec_params1(
+             "INSERT INTO watches(workload_id, schedule_id, repeats, actor) VALUES ($1,$2,$3,$4) "
+             "RETURNING id",
+             wl->id, *sid, repeats, actor)[0]
+            .as<int64_t>();
+    Audit(w, actor, "watch.created", "watch", id,
+          {{"workload", wl->name}, {"schedule", schedule}, {"repeats", repeats}});
+    return WatchFromRow(w.exec_params(std::string(kWatchSelect) + "WHERE wa.id = $1", id)[0]);
+  });
+}
+
+Result<WatchRow> Store::StopWatch(const std::string& workload, const std::string& actor) {
+  return InTx<WatchRow>(pool_, [&](pqxx::work& w) -> Result<WatchRow> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    auto r = w.exec_params(
+        "UPDATE watches SET state = 'stopped' WHERE workload_id = $1 AND state = 'active' "
+        "RETURNING id",
+        wl->id);
+    if (r.empty())
+      return Status::FailedPrecondition("workload " + wl->name +
+                                        " has no active periodic check; start one with tunectl "
+                                        "regress schedule " +
+                                        wl->name + " --schedule NAME");
+    const int64_t id = r[0][0].as<int64_t>();
+    for (const auto& b : w.exec_params(
+             "SELECT id FROM baselines WHERE watch_id = $1 AND state = 'running' FOR UPDATE", id)) {
+      w.exec_params0(
+          "UPDATE runs SET state = 'cancelled', finished_at = now(), reason = 'watch stopped' "
+          "WHERE baseline_id = $1 AND state = 'queued'",
+          b[0].as<int64_t>());
+      MaybeCompleteBaseline(w, b[0].as<int64_t>(), actor);
+    }
+    Audit(w, actor, "watch.stopped", "watch", id, {{"workload", wl->name}});
+    return WatchFromRow(w.exec_params(std::string(kWatchSelect) + "WHERE wa.id = $1", id)[0]);
+  });
+}
+
+Result<int> Store::QueueDueChecks(const std::map<int64_t, int64_t>& window_starts,
+                                  const std::string& actor) {
+  return InTx<int>(pool_, [&](pqxx::work& w) -> Result<int> {
+    int queued = 0;
+    for (const auto& r : w.exec(
+             "SELECT wa.id, wa.schedule_id, wa.last_window, wl.name, wa.repeats, EXISTS (SELECT 1 "
+             "FROM baselines b WHERE b.watch_id = wa.id AND b.state = 'running') FROM watches wa "
+             "JOIN workloads wl ON wl.id = wa.workload_id WHERE wa.state = 'active' "
+             "FOR UPDATE OF wa SKIP LOCKED")) {
+      auto open = window_starts.find(r[1].as<int64_t>());
+      if (open == window_starts.end() || r[2].as<int64_t>() >= open->second) continue;
+      const int64_t watch = r[0].as<int64_t>();
+      w.exec_params0("UPDATE watches SET last_window = $2 WHERE id = $1", watch, open->second);
+      // The previous check has not finished (it waits for windows too): do not pile up another.
+      if (r[5].as<bool>()) continue;
+      auto wl = LoadWorkload(w, r[3].as<std::string>());
+      if (!wl.ok()) continue;
+      BaselineExtras x;
+      x.purpose = "check";
+      x.schedule_id = r[1].as<int64_t>();
+      x.expected_s = ExpectedRunSeconds(w, *wl);
+      x.watch_id = watch;
+      if (CreateBaselineTx(w, *wl, r[4].as<int>(), actor, x).ok()) ++queued;
+    }
+    return queued;
+  });
+}
+
+Result<int> Store::RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_starts) {
+  return InTx<int>(pool_, [&](pqxx::work& w) -> Result<int> {
+    json open = json::array();
+    for (const auto& [id, _] : window_starts) open.push_back(id);
+    auto r = w.exec_params(
+        "UPDATE runs r SET cancel_requested = true, cancel_reason = 'window' FROM schedules s "
+        "WHERE s.id = r.schedule_id AND s.on_window_end = 'requeue' AND r.state IN "
+        "('assigned','running') AND NOT r.cancel_requested AND NOT (r.schedule_id IN (SELECT "
+        "jsonb_array_elements_text($1::jsonb)::bigint)) RETURNING r.id",
+        open.dump());
+    for (const auto& row : r)
+      Audit(w, "scheduler", "run.window_closed", "run", row[0].as<int64_t>(),
+            {{"policy", "requeue"}});
+    return static_cast<int>(r.size());
+  });
+}
+
+Result<StoreSnapshot> Store::Snapshot() {
+  return InTx<StoreSnapshot>(pool_, [&](pqxx::work& w) -> Result<StoreSnapshot> {
+    StoreSnapshot s;
+    for (const auto& r : w.exec("SELECT state, count(*) FROM runs GROUP BY state"))
+      s.runs_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
+    for (const auto& r : w.exec("SELECT state, count(*) FROM experiments GROUP BY state"))
+      s.experiments_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
+    s.agents_connected = w.exec1("SELECT count(*) FROM agents WHERE connected")[0].as<int64_t>();
+    for (const auto& r : w.exec(
+             "SELECT wl.name, g.metric, g.kind, count(*) FILTER (WHERE c.is_current), count(*) "
+             "FROM regressions g JOIN workloads wl ON wl.id = g.workload_id JOIN config_versions "
+             "c ON c.id = g.config_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"))
+      s.regressions.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
+                               r[2].as<std::string>(), r[3].as<int64_t>(), r[4].as<int64_t>()});
+    return s;
+  });
+}
+
+Status Store::Ping() {
+  return ToStatus(InTx<bool>(pool_, [&](pqxx::work& w) -> Result<bool> {
+    w.exec("SELECT 1");
+    return true;
+  }));
+}
+
+}  // namespace tunectl
