@@ -49,6 +49,25 @@ double Energy(const std::vector<double>& x, size_t a, size_t t, size_t b) {
   return m * n / (m + n) * e;
 }
 
+// Within two points of `t`, the split of [a, b) with the least squared error around the two
+// means. E-divisive tells that the distribution changed; for a shift in level the least-squares
+// split is the sharper estimate of where (on short segments they can differ by a point).
+size_t RefineLevelShift(const std::vector<double>& x, size_t a, size_t t, size_t b,
+                        size_t min_segment) {
+  const size_t lo = std::max(a + min_segment, t >= 2 ? t - 2 : 0);
+  const size_t hi = std::min(b - min_segment, t + 2);
+  size_t best = t;
+  double best_sse = -1;
+  for (size_t c = lo; c <= hi; ++c) {
+    const double ml = Mean(x, a, c), mr = Mean(x, c, b);
+    double sse = 0;
+    for (size_t i = a; i < c; ++i) sse += (x[i] - ml) * (x[i] - ml);
+    for (size_t i = c; i < b; ++i) sse += (x[i] - mr) * (x[i] - mr);
+    if (best_sse < 0 || sse < best_sse) best_sse = sse, best = c;
+  }
+  return best;
+}
+
 void Split(const std::vector<double>& x, size_t a, size_t b, const ChangePointOptions& o,
            std::vector<ChangePoint>* out) {
   if (b - a < 2 * o.min_segment) return;
@@ -59,6 +78,7 @@ void Split(const std::vector<double>& x, size_t a, size_t b, const ChangePointOp
     if (q > best_q) best_q = q, best = t;
   }
   if (best == 0) return;
+  best = RefineLevelShift(x, a, best, b, o.min_segment);
   const double p = PooledP(x, a, best, b);
   const double before = Mean(x, a, best), after = Mean(x, best, b);
   const double magnitude = before != 0 ? std::fabs(after / before - 1) : 0;
@@ -165,13 +185,13 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
   return r;
 }
 
-std::vector<size_t> UnrecordedRegressions(const RegressionReport& report,
+std::vector<size_t> UnrecordedRegressions(const RegressionReport& report, size_t series_size,
                                           const std::vector<size_t>& recorded_first_bad,
-                                          size_t tolerance) {
+                                          size_t min_segment, size_t tolerance) {
   std::vector<size_t> out;
   for (size_t i = 0; i < report.changes.size(); ++i) {
     const auto& c = report.changes[i];
-    if (!c.regression) continue;
+    if (!c.regression || c.point.index + min_segment >= series_size) continue;
     bool known = false;
     for (size_t r : recorded_first_bad) {
       const size_t d = r > c.point.index ? r - c.point.index : c.point.index - r;
@@ -198,11 +218,11 @@ std::vector<StabilityFinding> CheckStabilityRun(const WorkloadSpec& spec,
     if (is_primary && s.samples == 0) {
       out.push_back({metric_names[i], metric_names[i] + " was never reported during the run"});
     } else if (s.slowdown) {
-      out.push_back({metric_names[i], metric_names[i] + " degraded part-way through the run" +
-                                          details(s)});
+      out.push_back(
+          {metric_names[i], metric_names[i] + " degraded part-way through the run" + details(s)});
     } else if (is_primary && s.no_steady_state) {
-      out.push_back({metric_names[i], metric_names[i] + " never reached a steady state" +
-                                          details(s)});
+      out.push_back(
+          {metric_names[i], metric_names[i] + " never reached a steady state" + details(s)});
     }
   }
   return out;

@@ -1,6 +1,7 @@
 // Regression watch over a series of run summaries after a freeze. Pure functions.
 //  - Change points: E-divisive (as in Apache Otava/Hunter): in a window, split where the energy
-//    distance between the two sides is largest; keep the split when a two-sample t-test between
+//    distance between the two sides is largest (then placed at the least-squares split within
+//    two points, the sharper location for a level shift); keep it when a two-sample t-test between
 //    the sides has p below `max_p` and the level moved by at least `min_magnitude`; recurse; at
 //    the end re-test every change point against its neighbouring segments.
 //  - New-run check: is the newest run worse than the runs since the last change point, by a
@@ -57,12 +58,14 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
                                    const std::vector<std::string>& labels,
                                    const MetricSpec& metric);
 
-// Which regressions of `report` are not recorded yet. A change point moves by a few points as the
-// series grows, so one within `tolerance` points of a recorded first-bad index is the same one.
-// Returns indexes into report.changes.
-std::vector<size_t> UnrecordedRegressions(const RegressionReport& report,
+// Which regressions of `report` (over a series of `series_size` points) are confirmed and not
+// recorded yet. A change point at the last position a split may take (min_segment points after
+// it) is not confirmed: the new level may begin later, so its place is not known yet. A change
+// point moves by a few points as the series grows, so one within `tolerance` points of a
+// recorded first-bad index is the same one. Returns indexes into report.changes.
+std::vector<size_t> UnrecordedRegressions(const RegressionReport& report, size_t series_size,
                                           const std::vector<size_t>& recorded_first_bad,
-                                          size_t tolerance = 5);
+                                          size_t min_segment = 5, size_t tolerance = 5);
 
 // A stability run (one long run) judged within itself: the primary metric must reach a steady
 // state, and no metric may degrade part-way through (memory creep, thermal throttling, a slowing

@@ -85,9 +85,9 @@ Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
   std::string known;
   for (const auto& row : w.exec("SELECT name FROM schedules ORDER BY name"))
     known += (known.empty() ? "" : ", ") + row[0].as<std::string>();
-  return Status::NotFound("--schedule: no schedule named \"" + name + "\"; " +
-                          (known.empty() ? "there are none yet (tunectl schedule create …)"
-                                         : "schedules: " + known));
+  return Status::NotFound(
+      "--schedule: no schedule named \"" + name + "\"; " +
+      (known.empty() ? "there are none yet (tunectl schedule create …)" : "schedules: " + known));
 }
 
 const char* const kWatchSelect =
@@ -206,7 +206,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
            wl->config_id, primary->name))
     if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
       recorded.push_back(it->second);
-  for (size_t i : UnrecordedRegressions(report, recorded)) {
+  for (size_t i : UnrecordedRegressions(report, values.size(), recorded)) {
     const auto& c = report.changes[i].point;
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
@@ -248,14 +248,14 @@ Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload)
       x.config_version = r[9].as<int>();
       s.recorded.push_back(x);
     }
-    for (const auto& r : w.exec_params(std::string(kStabilitySelect) +
-                                           "AND b.workload_id = $1 ORDER BY b.id DESC LIMIT 20",
-                                       wl->id))
+    for (const auto& r : w.exec_params(
+             std::string(kStabilitySelect) + "AND b.workload_id = $1 ORDER BY b.id DESC LIMIT 20",
+             wl->id))
       s.stability.push_back(StabilityFromRow(r));
-    auto watch = w.exec_params(
-        std::string(kWatchSelect) + "WHERE wa.workload_id = $1 ORDER BY wa.state = 'active' DESC, "
-                                    "wa.id DESC LIMIT 1",
-        wl->id);
+    auto watch = w.exec_params(std::string(kWatchSelect) +
+                                   "WHERE wa.workload_id = $1 ORDER BY wa.state = 'active' DESC, "
+                                   "wa.id DESC LIMIT 1",
+                               wl->id);
     if (!watch.empty()) s.watch = WatchFromRow(watch[0]);
     return s;
   });

@@ -146,5 +146,32 @@ TEST_F(ExecutorTest, LaunchFailureIsReportedNotThrown) {
   EXPECT_THAT(sink.finished[0].reason(), HasSubstr("launch_failed: cannot start /no/such/trainer"));
 }
 
+TEST_F(ExecutorTest, AStabilityRunIsStoppedAtItsDurationAndSucceeds) {
+  v1::Assign a = Job("echo \"v=$TUNECTL_DURATION_S\"; sleep 30");
+  a.set_duration_ms(1000);  // the job would run 30 s; told 1 s (TUNECTL_DURATION_S rounds down)
+  const auto t0 = std::chrono::steady_clock::now();
+  Run(a);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  ASSERT_EQ(sink.finished.size(), 1u);
+  const auto& f = sink.finished[0];
+  EXPECT_TRUE(f.duration_reached());
+  EXPECT_EQ(f.reason(), "");
+  EXPECT_EQ(f.exit_code(), 0);
+  EXPECT_EQ(f.signal(), 0);
+  ASSERT_EQ(sink.Samples(), 1);
+  EXPECT_EQ(sink.batches[0].samples(0).value(), 1);
+}
+
+TEST_F(ExecutorTest, AStabilityJobThatIgnoresSigtermFailsAtTheDuration) {
+  v1::Assign a = Job("trap '' TERM; while :; do sleep 0.1; done");
+  a.set_duration_ms(300);
+  Run(a);
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_FALSE(sink.finished[0].duration_reached());
+  EXPECT_THAT(sink.finished[0].reason(), HasSubstr("did not stop"));
+  EXPECT_EQ(sink.finished[0].signal(), SIGKILL);
+}
+
 }  // namespace
 }  // namespace tunectl

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "core/changepoint.h"
 #include "core/sequential.h"
 
 namespace tunectl {
@@ -100,6 +103,79 @@ TEST(AnalyzeRegression, AlertsOnANewRunPastTheBound) {
   EXPECT_TRUE(r.latest.regression);
   ASSERT_EQ(r.alerts.size(), 1u);
   EXPECT_NE(r.alerts[0].find("the latest point 12"), std::string::npos) << r.alerts[0];
+}
+
+TEST(UnrecordedRegressions, AChangePointThatMovedAFewRunsIsTheSameOne) {
+  RegressionReport r;
+  ChangePoint a;
+  a.index = 20;
+  ChangePoint b;
+  b.index = 60;
+  ChangePoint up;
+  up.index = 40;
+  r.changes = {{a, true}, {up, false}, {b, true}};
+  EXPECT_EQ(UnrecordedRegressions(r, 80, {}), (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(UnrecordedRegressions(r, 80, {18}), (std::vector<size_t>{2}));     // 20 was 18
+  EXPECT_EQ(UnrecordedRegressions(r, 80, {18, 63}), (std::vector<size_t>{}));  // both known
+  EXPECT_EQ(UnrecordedRegressions(r, 80, {10}), (std::vector<size_t>{0, 2}));  // a new one
+  // With only min_segment points after it, the change at 60 may still move later: not yet.
+  EXPECT_EQ(UnrecordedRegressions(r, 65, {}), (std::vector<size_t>{0}));
+  EXPECT_EQ(UnrecordedRegressions(r, 66, {}), (std::vector<size_t>{0, 2}));
+}
+
+WorkloadSpec StabilitySpec() {
+  auto spec = ParseWorkloadSpec(R"(
+name: w
+command: [train]
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
+  loss: {json: loss, better: lower, role: guardrail}
+  mem_gb: {pattern: 'mem: ([0-9.]+)', better: lower}
+)");
+  EXPECT_TRUE(spec.ok());
+  return *spec;
+}
+
+std::vector<StepValue> Steps(const std::vector<double>& v) {
+  std::vector<StepValue> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back({static_cast<int64_t>(i) + 1, v[i]});
+  return out;
+}
+
+TEST(CheckStabilityRun, ASlowdownOfThePrimaryMetricIsAFinding) {
+  auto sps = Series({{40, 100}, {40, 80}}, 0.01, 11);
+  auto loss = Series({{80, 1}}, 0.01, 12);
+  auto f = CheckStabilityRun(
+      StabilitySpec(), {"sps", "loss"},
+      {AnalyzeRun(Steps(sps), 0, Better::kHigher), AnalyzeRun(Steps(loss), 0, Better::kLower)});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].metric, "sps");
+  EXPECT_NE(f[0].message.find("degraded part-way"), std::string::npos) << f[0].message;
+}
+
+TEST(CheckStabilityRun, AFallingLossIsNotAFindingButMemoryCreepIs) {
+  std::vector<double> loss, mem;
+  for (int i = 0; i < 80; ++i) loss.push_back(2.0 * std::exp(-i / 20.0) + 0.5);
+  mem = Series({{40, 10}, {40, 12}}, 0.005, 13);
+  auto sps = Series({{80, 100}}, 0.01, 14);
+  auto f = CheckStabilityRun(
+      StabilitySpec(), {"loss", "mem_gb", "sps"},
+      {AnalyzeRun(Steps(loss), 0, Better::kLower), AnalyzeRun(Steps(mem), 0, Better::kLower),
+       AnalyzeRun(Steps(sps), 0, Better::kHigher)});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].metric, "mem_gb");
+}
+
+TEST(CheckStabilityRun, APrimaryMetricThatNeverSettlesOrNeverAppearsIsAFinding) {
+  auto drifting = Series({{16, 100}, {16, 110}, {16, 120}, {16, 130}, {16, 140}}, 0.005, 15);
+  auto ramp = CheckStabilityRun(StabilitySpec(), {"sps"},
+                                {AnalyzeRun(Steps(drifting), 0, Better::kHigher)});
+  ASSERT_EQ(ramp.size(), 1u);
+  EXPECT_NE(ramp[0].message.find("never reached a steady state"), std::string::npos)
+      << ramp[0].message;
+  auto missing = CheckStabilityRun(StabilitySpec(), {"sps"}, {AnalyzeRun({}, 0, Better::kHigher)});
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].message.find("never reported"), std::string::npos);
 }
 
 }  // namespace

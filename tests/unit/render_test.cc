@@ -44,5 +44,13 @@ TEST(RenderTable, AlignsMultibyteCells) {
   EXPECT_EQ(RenderTable(t), "CHANGE  X\nn 1→4   a\nabcdef  b\n");
 }
 
+TEST(FormatDuration, WritesTheLargestUnitsFirst) {
+  EXPECT_EQ(FormatDuration(7200), "2h");
+  EXPECT_EQ(FormatDuration(5400), "1h30m");
+  EXPECT_EQ(FormatDuration(95), "1m35s");
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(90000), "1d1h");
+}
+
 }  // namespace
 }  // namespace tunectl

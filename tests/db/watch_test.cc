@@ -1,0 +1,311 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "server/store/leader.h"
+#include "server/store/store.h"
+#include "tests/db/test_db.h"
+
+namespace tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* const kSpec = R"(
+name: demo
+command: [train, "{nw}"]
+params:
+  nw: {type: int, default: 1, min: 0, max: 64}
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary, min_effect: 0.05}
+  mem_gb: {pattern: 'mem: ([0-9.]+)', better: lower}
+run: {repeats: 2}
+)";
+
+struct Cluster {
+  std::unique_ptr<TestDb> db;
+  int64_t agent = 0;
+  Store& st() { return db->store(); }
+};
+
+Cluster NewCluster(std::unique_ptr<TestDb> db) {
+  Cluster c{std::move(db)};
+  auto spec = ParseWorkloadSpec(kSpec);
+  EXPECT_TRUE(c.st().ApplyWorkload(*spec, kSpec, "user:t").ok());
+  c.agent = *c.st().RegisterAgent("n1", {}, 100, "t", "s1");
+  return c;
+}
+
+// Stores `sps` (and a flat mem_gb) samples for steps 1..n and finishes the run.
+void Complete(Store& st, int64_t agent, const LaunchPlan& p, const std::vector<double>& sps,
+              bool duration_reached = false, const std::vector<double>& mem = {}) {
+  ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+  std::vector<SampleIn> samples;
+  for (size_t i = 0; i < sps.size(); ++i) {
+    const int64_t step = static_cast<int64_t>(i) + 1;
+    samples.push_back({"sps", step, sps[i], step});
+    samples.push_back({"mem_gb", step, mem.empty() ? 10.0 : mem[i], step});
+  }
+  ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, samples));
+  RunResult r;
+  r.batches = 1;
+  r.duration_reached = duration_reached;
+  ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, r, "agent:n1").ok());
+}
+
+// A level with small deterministic noise, `n` samples.
+std::vector<double> Level(double v, int n, int phase = 0) {
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back(v * (1 + 0.004 * std::sin(1.7 * (i + phase))));
+  return out;
+}
+
+TEST(Watch, StabilityRunThatSlowsDownIsOneRegressionInTheLog) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  auto s = c.st().CreateStabilityRun("demo", 7200, "", "user:t");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->verdict, "pending");
+  EXPECT_EQ(s->duration_s, 7200);
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10);
+  ASSERT_EQ(plans->size(), 1u);
+  EXPECT_EQ((*plans)[0].duration_ms, 7200 * 1000);
+  EXPECT_GT((*plans)[0].timeout_ms, (*plans)[0].duration_ms);  // the duration stops it first
+  std::vector<double> sps = Level(100, 30);
+  for (double v : Level(80, 30, 3)) sps.push_back(v);
+  Complete(c.st(), c.agent, (*plans)[0], sps, /*duration_reached=*/true);
+  // Finishing again (an agent resend) records nothing new.
+  RunResult again;
+  again.batches = 1;
+  again.duration_reached = true;
+  ASSERT_TRUE(c.st().FinishRun((*plans)[0].run_id, 1, again, "agent:n1").ok());
+
+  auto run = c.st().GetRun((*plans)[0].run_id);
+  EXPECT_EQ(run->state, "succeeded");  // stopped at its duration on purpose
+  auto series = c.st().GetRegressionSeries("demo");
+  ASSERT_TRUE(series.ok());
+  ASSERT_EQ(series->recorded.size(), 1u);
+  EXPECT_EQ(series->recorded[0].kind, "stability");
+  EXPECT_EQ(series->recorded[0].metric, "sps");
+  EXPECT_EQ(series->recorded[0].first_bad_run, (*plans)[0].run_id);
+  EXPECT_THAT(series->recorded[0].message, HasSubstr("degraded part-way"));
+  ASSERT_EQ(series->stability.size(), 1u);
+  EXPECT_EQ(series->stability[0].verdict, "regression");
+  EXPECT_TRUE(series->points.empty());  // a stability run is not a point of the series
+  auto log = c.st().ListLog("demo", "");
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0].kind, "regression");
+  EXPECT_EQ((*log)[0].experiment_id, 0);
+  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"first_bad_run\""));
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM audit_events WHERE kind = 'regression.detected'"),
+            "1");
+  auto snap = c.st().Snapshot();
+  ASSERT_EQ(snap->regressions.size(), 1u);
+  EXPECT_EQ(snap->regressions[0].current_config, 1);
+}
+
+TEST(Watch, SteadyStabilityRunAndAFallingLossAreStable) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateStabilityRun("demo", 60, "", "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10);
+  ASSERT_EQ(plans->size(), 1u);
+  Complete(c.st(), c.agent, (*plans)[0], Level(100, 60), true);
+  auto series = c.st().GetRegressionSeries("demo");
+  EXPECT_TRUE(series->recorded.empty());
+  ASSERT_EQ(series->stability.size(), 1u);
+  EXPECT_EQ(series->stability[0].verdict, "stable");
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM tuning_log"), "0");
+}
+
+TEST(Watch, MemoryCreepInAStabilityRunIsARegression) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateStabilityRun("demo", 60, "", "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10);
+  std::vector<double> mem = Level(10, 30);
+  for (double v : Level(13, 30, 5)) mem.push_back(v);
+  Complete(c.st(), c.agent, (*plans)[0], Level(100, 60), true, mem);
+  auto series = c.st().GetRegressionSeries("demo");
+  ASSERT_EQ(series->recorded.size(), 1u);
+  EXPECT_EQ(series->recorded[0].metric, "mem_gb");
+}
+
+TEST(Watch, StabilityRefusalsChangeNothing) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  auto tiny = c.st().CreateStabilityRun("demo", 1, "", "user:t");
+  EXPECT_THAT(tiny.status().message(), HasSubstr("--duration: 1s is out of range"));
+  auto sched = c.st().CreateStabilityRun("demo", 600, "nope", "user:t");
+  EXPECT_THAT(sched.status().message(), HasSubstr("--schedule: no schedule named \"nope\""));
+  auto wl = c.st().CreateStabilityRun("other", 600, "", "user:t");
+  EXPECT_EQ(wl.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines"), "0");
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM runs"), "0");
+}
+
+TEST(Watch, ChangePointInTheSeriesIsRecordedOnceAsTheSeriesGrows) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateBaseline("demo", 24, "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 100);
+  ASSERT_EQ(plans->size(), 24u);
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const double level = i < 14 ? 100 : 85;  // a degraded node from the 15th run on
+    const double noise = 1 + 0.01 * std::sin(2.3 * static_cast<double>(i));
+    Complete(c.st(), c.agent, (*plans)[i], Level(level * noise, 12, static_cast<int>(i)));
+  }
+  auto series = c.st().GetRegressionSeries("demo");
+  ASSERT_EQ(series->points.size(), 24u);
+  ASSERT_EQ(series->recorded.size(), 1u) << series->recorded.size();
+  EXPECT_EQ(series->recorded[0].kind, "change_point");
+  EXPECT_EQ(series->recorded[0].first_bad_run, (*plans)[14].run_id);
+  EXPECT_NEAR(*series->recorded[0].before, 100, 2);
+  EXPECT_NEAR(*series->recorded[0].after, 85, 2);
+  EXPECT_THAT(series->recorded[0].message, HasSubstr("without a config change"));
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM tuning_log WHERE kind = 'regression'"), "1");
+}
+
+TEST(Watch, StableSeriesRecordsNothing) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateBaseline("demo", 24, "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 100);
+  for (size_t i = 0; i < plans->size(); ++i)
+    Complete(c.st(), c.agent, (*plans)[i],
+             Level(100 * (1 + 0.02 * std::sin(2.3 * static_cast<double>(i))), 12));
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "0");
+}
+
+ScheduleRow Nightly(const std::string& policy = "finish", int max_agents = 0) {
+  ScheduleRow row;
+  row.name = "nightly";
+  row.window = "Mon-Fri 01:00-06:00";
+  row.tz = "UTC";
+  row.on_window_end = policy;
+  row.max_agents = max_agents;
+  return row;
+}
+
+TEST(Watch, OneCheckPerWindowAndNoneWhileTheLastIsUnfinished) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const int64_t sched = *c.st().CreateSchedule(Nightly(), "user:t");
+  auto w = c.st().CreateWatch("demo", "nightly", 2, "user:t");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->state, "active");
+  EXPECT_EQ(*c.st().QueueDueChecks({}, "scheduler"), 0);  // no window open
+  EXPECT_EQ(*c.st().QueueDueChecks({{sched, 1000}}, "scheduler"), 1);
+  EXPECT_EQ(*c.st().QueueDueChecks({{sched, 1000}}, "scheduler"), 0);  // same window
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM runs WHERE schedule_id IS NOT NULL"), "2");
+  // Next window, but the first check has not run: nothing piles up.
+  EXPECT_EQ(*c.st().QueueDueChecks({{sched, 2000}}, "scheduler"), 0);
+  // Its runs are claimed only inside a window.
+  EXPECT_TRUE(c.st().ClaimRuns(c.agent, {}, 10)->empty());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10, "{\"" + std::to_string(sched) + "\": 3600}");
+  ASSERT_EQ(plans->size(), 2u);
+  for (const auto& p : *plans) Complete(c.st(), c.agent, p, Level(100, 12));
+  EXPECT_EQ(*c.st().QueueDueChecks({{sched, 3000}}, "scheduler"), 1);
+  auto series = c.st().GetRegressionSeries("demo");
+  EXPECT_EQ(series->points.size(), 2u);  // the check runs extend the series
+  ASSERT_TRUE(series->watch.has_value());
+  EXPECT_EQ(series->watch->checks, 2);
+  // Stopping cancels the pending check's runs; no more are queued.
+  auto stopped = c.st().StopWatch("demo", "user:t");
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->state, "stopped");
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued'"), "0");
+  EXPECT_EQ(*c.st().QueueDueChecks({{sched, 9000}}, "scheduler"), 0);
+}
+
+TEST(Watch, WatchRefusalsChangeNothing) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateSchedule(Nightly(), "user:t").ok());
+  EXPECT_THAT(c.st().CreateWatch("demo", "nope", 3, "user:t").status().message(),
+              HasSubstr("schedules: nightly"));
+  EXPECT_THAT(c.st().CreateWatch("demo", "nightly", 101, "user:t").status().message(),
+              HasSubstr("--repeats: 101 is out of range"));
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM watches"), "0");
+  ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 0, "user:t").ok());
+  auto twice = c.st().CreateWatch("demo", "nightly", 3, "user:t");
+  EXPECT_EQ(twice.status().code(), Status::Code::kAlreadyExists);
+  EXPECT_THAT(twice.status().message(), HasSubstr("tunectl regress stop demo"));
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM watches"), "1");
+  EXPECT_EQ(c.db->Scalar("SELECT repeats FROM watches"), "3");  // 0 = the default 3
+  EXPECT_EQ(c.st().StopWatch("demo", "user:t").status().code(), Status::Code::kOk);
+  EXPECT_EQ(c.st().StopWatch("demo", "user:t").status().code(), Status::Code::kFailedPrecondition);
+}
+
+TEST(Watch, WindowEndRequeuesRunsOfARequeueSchedule) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const int64_t sched = *c.st().CreateSchedule(Nightly("requeue"), "user:t");
+  ASSERT_TRUE(c.st().CreateStabilityRun("demo", 600, "nightly", "user:t").ok());
+  const std::string open = "{\"" + std::to_string(sched) + "\": 3600}";
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10, open);
+  ASSERT_EQ(plans->size(), 1u);
+  const LaunchPlan p = (*plans)[0];
+  ASSERT_TRUE(c.st().MarkRunStarted(p.run_id, p.attempt, c.agent).ok());
+  EXPECT_EQ(*c.st().RequeueAtWindowEnd({{sched, 0}}), 0);  // still open
+  EXPECT_EQ(*c.st().RequeueAtWindowEnd({}), 1);            // closed
+  EXPECT_EQ(*c.st().RequeueAtWindowEnd({}), 0);            // asked once
+  auto cancels = c.st().PendingCancels(c.agent);
+  ASSERT_EQ(cancels->size(), 1u);
+  RunResult r;
+  r.reason = "cancelled";
+  r.signal = 15;
+  ASSERT_TRUE(c.st().FinishRun(p.run_id, p.attempt, r, "agent:n1").ok());
+  auto run = c.st().GetRun(p.run_id);
+  EXPECT_EQ(run->state, "queued");
+  EXPECT_EQ(run->attempt, 2);
+  EXPECT_THAT(run->reason, HasSubstr("end of its window"));
+  EXPECT_EQ(c.db->Scalar("SELECT max_attempts FROM runs"), "4");  // not counted as a failure
+  EXPECT_TRUE(c.st().ClaimRuns(c.agent, {}, 10)->empty());        // waits for the next window
+  EXPECT_EQ(c.st().ClaimRuns(c.agent, {}, 10, open)->size(), 1u);
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "0");
+}
+
+TEST(Watch, WindowEndLetsRunsOfAFinishScheduleComplete) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const int64_t sched = *c.st().CreateSchedule(Nightly("finish"), "user:t");
+  ASSERT_TRUE(c.st().CreateStabilityRun("demo", 600, "nightly", "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10, "{\"" + std::to_string(sched) + "\": 3600}");
+  ASSERT_EQ(plans->size(), 1u);
+  EXPECT_EQ(*c.st().RequeueAtWindowEnd({}), 0);
+  EXPECT_TRUE(c.st().PendingCancels(c.agent)->empty());
+}
+
+TEST(Watch, MaxAgentsCapsTheAgentsRunningAScheduleAtOnce) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const int64_t sched = *c.st().CreateSchedule(Nightly("finish", 1), "user:t");
+  const int64_t other = *c.st().RegisterAgent("n2", {}, 100, "t", "s2");
+  ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 3, "user:t").ok());
+  ASSERT_EQ(*c.st().QueueDueChecks({{sched, 1}}, "scheduler"), 1);
+  const std::string open = "{\"" + std::to_string(sched) + "\": 3600}";
+  auto first = c.st().ClaimRuns(c.agent, {}, 1, open);
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_TRUE(c.st().ClaimRuns(other, {}, 10, open)->empty());    // one agent at a time
+  EXPECT_EQ(c.st().ClaimRuns(c.agent, {}, 2, open)->size(), 1u);  // the same agent may add more
+  ASSERT_TRUE(c.st().MarkRunStarted((*first)[0].run_id, 1, c.agent).ok());
+  c.db->Scalar("UPDATE runs SET state = 'succeeded', finished_at = now() WHERE agent_id = " +
+               std::to_string(c.agent) + " RETURNING 1");
+  EXPECT_EQ(c.st().ClaimRuns(other, {}, 10, open)->size(), 1u);  // free again
+}
+
+TEST(LeaderLock, OneServerLeadsAndAnotherTakesOverWhenItGoes) {
+  TUNECTL_TEST_DB(db);
+  auto a = std::make_unique<LeaderLock>(db->dsn(), 4242);
+  LeaderLock b(db->dsn(), 4242);
+  EXPECT_TRUE(a->Check());
+  EXPECT_FALSE(b.Check());
+  EXPECT_TRUE(a->Check());  // still held
+  a.reset();                // its connection closes: the lock is released
+  EXPECT_TRUE(b.Check());
+}
+
+}  // namespace
+}  // namespace tunectl
