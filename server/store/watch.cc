@@ -181,9 +181,17 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
       Record(w, *wl, "stability", primary->name, run_id, std::nullopt, std::nullopt, std::nullopt,
              what + "failed part-way (" + r[0][4].as<std::string>() + ")");
     } else if (state == "succeeded") {
-      for (const auto& f : CheckStabilityRun(wl->spec, names, analyses))
-        Record(w, *wl, "stability", f.metric, run_id, std::nullopt, std::nullopt, std::nullopt,
-               what + f.message);
+      // One regression per run (one alert, one log entry), under the primary metric when it is
+      // among the findings; the message names every metric that degraded.
+      auto findings = CheckStabilityRun(wl->spec, names, analyses);
+      if (findings.empty()) return;
+      std::string metric = findings[0].metric, message;
+      for (const auto& f : findings) {
+        if (f.metric == primary->name) metric = f.metric;
+        message += (message.empty() ? "" : "; ") + f.message;
+      }
+      Record(w, *wl, "stability", metric, run_id, std::nullopt, std::nullopt, std::nullopt,
+             what + message);
     }
     return;
   }

@@ -1,8 +1,12 @@
 """End to end: the current config's job gets slower part-way through its series with no config
 change (the demo reads a slowdown factor from a file, as a degraded node would): `regress show`
-raises one regression alert naming the first slow run; the stable series raises none."""
+raises one regression alert naming the first slow run, records it once in the tuning log and
+exposes it on /metrics; the stable series raises none. A stability run that slows down within
+itself is a regression; a periodic check queues its runs in an open window of its schedule."""
+import datetime as dt
 import json
 import os
+import time
 import unittest
 
 from cluster import SRC, Cluster
@@ -36,12 +40,12 @@ class RegressE2E(unittest.TestCase):
 
         with open(self.slow, "w") as f:
             f.write("1.3\n")  # every step 30 % slower from now on
-        b2 = json.loads(c.cli("baseline", "create", "--repeats", "10", "--wait", "-o", "json").stdout)
+        b2 = json.loads(c.cli("baseline", "create", "--repeats", "12", "--wait", "-o", "json").stdout)
         slow_ids = {r["id"] for r in c.json("run", "list", "--baseline", str(b2["id"]))}
         r = c.json("regress", "show", "demo")
         # the series holds the comparable runs (a run marked unusable is left out, with its reason)
         self.assertGreaterEqual(len(r["series"]), 10)
-        self.assertGreaterEqual(sum(p["run_id"] in slow_ids for p in r["series"]), 5)
+        self.assertGreaterEqual(sum(p["run_id"] in slow_ids for p in r["series"]), 6)
         first_slow = min(p["run_id"] for p in r["series"] if p["run_id"] in slow_ids)
         self.assertEqual(len(r["change_points"]), 1, r["change_points"])
         cp = r["change_points"][0]
@@ -51,6 +55,77 @@ class RegressE2E(unittest.TestCase):
         self.assertEqual(len([a for a in r["alerts"] if a.startswith("regression:")]), 1)
         self.assertIn(f"starting with run {first_slow}", r["alerts"][0])
         self.assertIn("REGRESSION", c.cli("regress", "show", "demo").stdout)
+
+        # Confirmed once (not once per run that followed): a regression in the tuning log, and an
+        # alert on /metrics.
+        rec = [g for g in r["regressions"] if g["kind"] == "change_point"]
+        self.assertEqual(len(rec), 1, r["regressions"])
+        self.assertEqual(rec[0]["first_bad_run"], first_slow)
+        log = [e for e in c.json("log") if e["kind"] == "regression"]
+        self.assertEqual(len(log), 1, log)
+        self.assertEqual(log[0]["first_bad_run"], first_slow)
+        self.assertEqual(log[0]["decision"], "regressed")
+        self.assertIn("regressed", c.cli("log").stdout)
+        status, metrics = c.http_get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn('tunectl_regression_alerts{kind="change_point",metric="samples_per_s",'
+                      'workload="demo"} 1\n', metrics)
+        self.assertIn("tunectl_scheduler_leader 1\n", metrics)
+        self.assertEqual(c.http_get("/healthz"), (200, "ok\n"))
+
+    def test_stability_run_that_slows_down_is_a_regression(self):
+        c = self.c
+        with open(self.slow, "w") as f:
+            f.write("1.0\n")
+        bad = c.cli("regress", "run", "demo", "--duration", "2", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--duration", bad.stderr)
+        s = c.json("regress", "run", "demo", "--duration", "24s")
+        self.assertEqual(s["verdict"], "pending")
+        run = s["run_id"]
+        c.wait_for(lambda: c.json("run", "show", str(run))["state"] == "running", timeout=60,
+                   what="the stability run to start")
+        time.sleep(10)
+        with open(self.slow, "w") as f:
+            f.write("1.6\n")  # the node degrades part-way through the long run
+        c.wait_for(lambda: any(x["run_id"] == run and x["verdict"] != "pending"
+                               for x in c.json("regress", "show", "demo")["stability_runs"]),
+                   timeout=120, what="the stability run's verdict")
+        with open(self.slow, "w") as f:
+            f.write("1.0\n")
+        r = c.json("regress", "show", "demo")
+        st = [x for x in r["stability_runs"] if x["run_id"] == run][0]
+        self.assertEqual(st["state"], "succeeded")  # stopped at its duration, as asked
+        self.assertEqual(st["verdict"], "regression", st)
+        self.assertIn("degraded part-way", st["message"])
+        self.assertNotIn(run, [p["run_id"] for p in r["series"]])
+        log = [e for e in c.json("log") if e.get("detector") == "stability"]
+        self.assertEqual([e["first_bad_run"] for e in log], [run])
+        _, metrics = c.http_get("/metrics")
+        self.assertIn('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
+                      'workload="demo"} 1\n', metrics)
+
+    def test_watch_queues_checks_in_an_open_window(self):
+        c = self.c
+        now = dt.datetime.now(dt.timezone.utc)
+        start, end = now - dt.timedelta(minutes=1), now + dt.timedelta(minutes=20)
+        c.cli("schedule", "create", "now", "--window", f"daily {start:%H:%M}-{end:%H:%M}",
+              "--on-window-end", "requeue")
+        bad = c.cli("regress", "schedule", "demo", "--schedule", "nope", check=False)
+        self.assertEqual(bad.returncode, 3)
+        self.assertIn("schedules: now", bad.stderr)
+        before = len(c.json("run", "list"))
+        w = c.json("regress", "schedule", "demo", "--schedule", "now", "--repeats", "2")
+        self.assertEqual(w["state"], "active")
+        self.assertIn("window open until", w["status"])
+        c.wait_for(lambda: c.json("regress", "show", "demo")["watch"]["checks"] == 1, timeout=30,
+                   what="the first periodic check")
+        c.wait_for(lambda: (lambda runs: len(runs) == before + 2 and all(
+            x["state"] in ("succeeded", "failed") for x in runs))(c.json("run", "list")),
+            timeout=120, what="the check's two runs")
+        time.sleep(2)
+        self.assertEqual(c.json("regress", "show", "demo")["watch"]["checks"], 1)  # one per window
+        self.assertIn("stopped", c.cli("regress", "stop", "demo").stdout)
 
 
 if __name__ == "__main__":
