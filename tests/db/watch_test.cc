@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "server/dispatch/dispatcher.h"
 #include "server/store/leader.h"
 #include "server/store/store.h"
 #include "tests/db/test_db.h"
@@ -305,6 +306,37 @@ TEST(LeaderLock, OneServerLeadsAndAnotherTakesOverWhenItGoes) {
   EXPECT_TRUE(a->Check());  // still held
   a.reset();                // its connection closes: the lock is released
   EXPECT_TRUE(b.Check());
+}
+
+TEST(Scheduler, OnlyTheLeaderQueuesChecksInWindowsOfTheInjectedClock) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateSchedule(Nightly(), "user:t").ok());  // Mon-Fri 01:00-06:00 UTC
+  ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 1, "user:t").ok());
+  int64_t now = 1796603400;  // Mon 2026-12-07 00:30 UTC: before the window
+  bool lead = false;
+  DispatcherOptions o;
+  o.now_s = [&] { return now; };
+  o.try_lead = [&] { return lead; };
+  Dispatcher d(&c.st(), o, [](LogLevel, const std::string&) {});
+  EXPECT_EQ(d.ScheduleOnce(), 0);
+  now += 3600;                     // 01:30, inside
+  EXPECT_EQ(d.ScheduleOnce(), 0);  // another server leads
+  EXPECT_FALSE(d.leader());
+  lead = true;
+  // Three nights: one check each, its run finished inside the window.
+  for (int night = 0; night < 3; ++night) {
+    EXPECT_EQ(d.ScheduleOnce(), 1) << "night " << night;
+    EXPECT_TRUE(d.leader());
+    EXPECT_EQ(d.ScheduleOnce(), 0);
+    auto plans = c.st().ClaimRuns(c.agent, {}, 10, "{\"1\": 3600}");
+    ASSERT_EQ(plans->size(), 1u);
+    Complete(c.st(), c.agent, (*plans)[0], Level(100, 12));
+    now += 86400;
+  }
+  now += 2 * 86400;  // Saturday: no window
+  EXPECT_EQ(d.ScheduleOnce(), 0);
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines WHERE purpose = 'check'"), "3");
 }
 
 }  // namespace
