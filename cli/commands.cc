@@ -477,13 +477,8 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   return o.wait && cur.verdict() == "regression" ? 1 : 0;
 }
 
-int RegressSchedule(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
-  v1::RegressScheduleRequest req;
-  req.set_workload(o.workload);
-  req.set_schedule(o.schedule);
-  req.set_repeats(o.repeats);
-  auto w = c.RegressSchedule(req);
+int EmitWatch(const CliOptions& o, std::ostream& out, std::ostream& err,
+              const Result<v1::Watch>& w) {
   if (!w.ok()) return Fail(err, w.status());
   if (o.output == "json")
     out << WatchJson(*w).dump(2) << "\n";
@@ -492,15 +487,18 @@ int RegressSchedule(Client& c, const CliOptions& o, std::ostream& out, std::ostr
   return 0;
 }
 
+int RegressSchedule(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  v1::RegressScheduleRequest req;
+  req.set_workload(o.workload);
+  req.set_schedule(o.schedule);
+  req.set_repeats(o.repeats);
+  return EmitWatch(o, out, err, c.RegressSchedule(req));
+}
+
 int RegressStop(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
-  auto w = c.RegressStop(o.workload);
-  if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WatchJson(*w).dump(2) << "\n";
-  else
-    out << WatchLine(*w) << "\n";
-  return 0;
+  return EmitWatch(o, out, err, c.RegressStop(o.workload));
 }
 
 int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {

@@ -270,4 +270,17 @@ void ToProto(const StabilityRow& s, v1::StabilityRun* out) {
   out->set_message(s.message);
 }
 
+void ToProto(const RegressionRecord& g, v1::RecordedRegression* out) {
+  out->set_id(g.id);
+  out->set_kind(g.kind);
+  out->set_metric(g.metric);
+  out->set_first_bad_run(g.first_bad_run);
+  out->set_before(g.before.value_or(0));
+  out->set_after(g.after.value_or(0));
+  out->set_p(g.p.value_or(0));
+  out->set_message(g.message);
+  out->set_detected_at(g.detected_at);
+  out->set_config_version(g.config_version);
+}
+
 }  // namespace tunectl

@@ -23,5 +23,6 @@ void ToProto(const ConfigRow& c, v1::Config* out);
 void ToProto(const LogRow& l, v1::LogEntry* out);
 
 void ToProto(const StabilityRow& s, v1::StabilityRun* out);
+void ToProto(const RegressionRecord& g, v1::RecordedRegression* out);
 
 }  // namespace tunectl

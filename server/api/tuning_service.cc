@@ -422,19 +422,7 @@ grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
   resp->set_latest_level(report.latest.level);
   resp->set_latest_bound(report.latest.bound);
   for (const auto& a : report.alerts) resp->add_alerts(a);
-  for (const auto& g : s->recorded) {
-    auto* x = resp->add_recorded();
-    x->set_id(g.id);
-    x->set_kind(g.kind);
-    x->set_metric(g.metric);
-    x->set_first_bad_run(g.first_bad_run);
-    x->set_before(g.before.value_or(0));
-    x->set_after(g.after.value_or(0));
-    x->set_p(g.p.value_or(0));
-    x->set_message(g.message);
-    x->set_detected_at(g.detected_at);
-    x->set_config_version(g.config_version);
-  }
+  for (const auto& g : s->recorded) ToProto(g, resp->add_recorded());
   for (const auto& st : s->stability) ToProto(st, resp->add_stability());
   if (s->watch) FillWatch(*s->watch, resp->mutable_watch());
   return grpc::Status::OK;
