@@ -335,13 +335,14 @@ Table LogTable(const v1::ListLogResponse& r) {
           {}};
   for (const auto& e : r.entries())
     t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "-", e.at(),
-                      e.workload(), e.change(),
-                      e.expected().empty() ? "-" : e.expected(),
+                      e.workload(), e.change(), e.expected().empty() ? "-" : e.expected(),
                       e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
                       e.primary_metric(), FormatEffect(e.ratio()),
                       FormatCi(e.ci_low(), e.ci_high()), e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
-                      e.kind() == "regression" ? "-" : e.frozen().empty() ? "no" : e.frozen(),
+                      e.kind() == "regression" ? "-"
+                      : e.frozen().empty()     ? "no"
+                                               : e.frozen(),
                       e.actor()});
   return t;
 }
@@ -354,19 +355,20 @@ ojson ScheduleJson(const v1::Schedule& s) {
   j["duration_s"] = s.duration_s();
   j["tz"] = s.tz();
   j["max_agents"] = s.max_agents();
+  j["on_window_end"] = s.on_window_end();
   j["status"] = s.status();
   j["created_at"] = s.created_at();
   return j;
 }
 
 Table SchedulesTable(const v1::ListSchedulesResponse& r) {
-  Table t{{"name", "when", "tz", "status"}, {}};
+  Table t{{"name", "when", "tz", "at window end", "max agents", "status"}, {}};
   for (const auto& s : r.schedules())
-    t.rows.push_back({s.name(),
-                      s.window().empty()
-                          ? s.cron() + " for " + std::to_string(s.duration_s() / 60) + "m"
-                          : s.window(),
-                      s.tz(), s.status()});
+    t.rows.push_back(
+        {s.name(),
+         s.window().empty() ? s.cron() + " for " + FormatDuration(s.duration_s()) : s.window(),
+         s.tz(), s.on_window_end(), s.max_agents() ? std::to_string(s.max_agents()) : "any",
+         s.status()});
   return t;
 }
 
@@ -505,8 +507,8 @@ std::string StabilityDetail(const v1::StabilityRun& s) {
 
 std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s) {
   return "stability run " + std::to_string(s.run_id()) + ": " + s.state() + " [" +
-         FormatDuration(static_cast<int64_t>(elapsed_s)) + " of " +
-         FormatDuration(s.duration_s()) + "]";
+         FormatDuration(static_cast<int64_t>(elapsed_s)) + " of " + FormatDuration(s.duration_s()) +
+         "]";
 }
 
 ojson WatchJson(const v1::Watch& w) {

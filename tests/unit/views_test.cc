@@ -136,5 +136,63 @@ TEST(ConfigExport, RejectsUnknownFormatNamingAllowed) {
             "--format: \"toml\" is not allowed; allowed: json, yaml, env, args");
 }
 
+TEST(RegressViews, DetailListsRecordedRegressionsStabilityRunsAndTheWatch) {
+  v1::Regression r;
+  r.set_workload("demo");
+  r.set_config_version(2);
+  r.set_metric("samples_per_s");
+  r.set_better("higher");
+  auto* g = r.add_recorded();
+  g->set_id(1);
+  g->set_kind("change_point");
+  g->set_metric("samples_per_s");
+  g->set_first_bad_run(42);
+  g->set_before(2400);
+  g->set_after(1850);
+  g->set_config_version(2);
+  g->set_message("samples_per_s of v2 went from 2400 to 1850 (-22.9%) starting with run 42");
+  auto* st = r.add_stability();
+  st->set_run_id(50);
+  st->set_config_version(2);
+  st->set_duration_s(7200);
+  st->set_state("succeeded");
+  st->set_verdict("regression");
+  st->set_message("mem_gb degraded part-way through the run");
+  r.mutable_watch()->set_workload("demo");
+  r.mutable_watch()->set_schedule("nightly");
+  r.mutable_watch()->set_repeats(3);
+  r.mutable_watch()->set_state("active");
+  r.mutable_watch()->set_status("next window 2026-12-03 01:00 UTC");
+  const std::string text = RegressionDetail(r);
+  EXPECT_THAT(text, HasSubstr("recorded regressions (in the tuning log)"));
+  EXPECT_THAT(text, HasSubstr("starting with run 42"));
+  EXPECT_THAT(text, HasSubstr("2h"));
+  EXPECT_THAT(text, HasSubstr("mem_gb degraded"));
+  EXPECT_THAT(text, HasSubstr("3 run(s) of the current config in each window of nightly"));
+  auto j = RegressionJson(r);
+  EXPECT_EQ(j["regressions"][0]["first_bad_run"], 42);
+  EXPECT_EQ(j["regressions"][0]["after"], 1850);
+  EXPECT_EQ(j["stability_runs"][0]["verdict"], "regression");
+  EXPECT_EQ(j["watch"]["schedule"], "nightly");
+  r.clear_watch();
+  EXPECT_TRUE(RegressionJson(r)["watch"].is_null());
+}
+
+TEST(ScheduleViews, TableShowsThePolicyAndTheAgentCap) {
+  v1::ListSchedulesResponse r;
+  auto* s = r.add_schedules();
+  s->set_name("weekend");
+  s->set_cron("0 22 * * Sat");
+  s->set_duration_s(72000);
+  s->set_tz("UTC");
+  s->set_on_window_end("requeue");
+  s->set_max_agents(4);
+  auto t = SchedulesTable(r);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0][1], "0 22 * * Sat for 20h");
+  EXPECT_EQ(t.rows[0][3], "requeue");
+  EXPECT_EQ(t.rows[0][4], "4");
+}
+
 }  // namespace
 }  // namespace tunectl
