@@ -132,7 +132,7 @@ std::vector<ChangePoint> EDivisive(const std::vector<double>& x, const ChangePoi
 }
 
 NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
-                        double alpha) {
+                        double min_effect, double alpha) {
   NewRunCheck c;
   const size_t n = history.size();
   if (n < 3) return c;
@@ -144,7 +144,15 @@ NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better
   const double q =
       StudentTQuantile(1 - alpha, static_cast<double>(n - 1)) * sd * std::sqrt(1 + 1.0 / n);
   c.bound = better == Better::kHigher ? c.level - q : c.level + q;
-  c.regression = better == Better::kHigher ? value < c.bound : value > c.bound;
+  const bool past = better == Better::kHigher ? value < c.bound : value > c.bound;
+  const double worse = c.level != 0 ? std::fabs(value / c.level - 1) : 0;
+  c.regression = past && worse >= min_effect;
+  if (min_effect > 0 && c.level != 0) {  // report the bound that actually applies
+    const double by_effect =
+        better == Better::kHigher ? c.level * (1 - min_effect) : c.level * (1 + min_effect);
+    c.bound =
+        better == Better::kHigher ? std::min(c.bound, by_effect) : std::max(c.bound, by_effect);
+  }
   return c;
 }
 
@@ -176,7 +184,7 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
     const size_t from = r.changes.empty() ? 0 : r.changes.back().point.index;
     std::vector<double> history(values.begin() + static_cast<std::ptrdiff_t>(from),
                                 values.end() - 1);
-    r.latest = CheckNewRun(history, values.back(), metric.better);
+    r.latest = CheckNewRun(history, values.back(), metric.better, metric.min_effect);
     if (r.latest.regression)
       r.alerts.push_back("the latest " + label(values.size() - 1) + " (" + num(values.back()) +
                          ") is past the regression bound " + num(r.latest.bound) +

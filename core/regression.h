@@ -38,9 +38,11 @@ struct NewRunCheck {
   double level = 0;  // mean of the reference runs
   double bound = 0;  // the value past which a run counts as a regression
 };
-// `history`: summaries since the last change point (oldest first); `value`: the new run's.
+// `history`: summaries since the last change point (oldest first); `value`: the new run's. A
+// regression is past the one-sided bound and at least `min_effect` worse than the level (with a
+// very steady history the bound alone would flag differences nobody cares about).
 NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
-                        double alpha = 0.01);
+                        double min_effect = 0, double alpha = 0.01);
 
 // The whole watch over one metric's series (oldest first): change points (with whether the new
 // level is worse), the newest value checked against the runs since the last change point, and

@@ -1,8 +1,8 @@
 // Time zones from TZif data (RFC 8536, as in /usr/share/zoneinfo), and civil-time arithmetic.
 // g++ 12's libstdc++ has no std::chrono time-zone database, so this small reader stands in.
-// Pure: the caller reads the file (sys/), this parses bytes. Limitation: after the last
-// transition in the file (2037 for Debian's "fat" files) the last offset is kept; the POSIX-TZ
-// footer rules are not evaluated. Value type; thread-safe for reading.
+// Pure: the caller reads the file (sys/), this parses bytes. After the last transition in the
+// file (2037 in Debian's "fat" files, much earlier in "slim" ones) the POSIX-TZ footer rule
+// (e.g. "EST5EDT,M3.2.0,M11.1.0") gives the offset. Value type; thread-safe for reading.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,9 @@ class TimeZone {
  public:
   static TimeZone Utc();
   static Result<TimeZone> FromTzif(std::string_view bytes, std::string name);
+  // A zone given only by a POSIX TZ rule: "CET-1CEST,M3.5.0,M10.5.0/3", "<+0330>-3:30",
+  // "AEST-10AEDT,M10.1.0,M4.1.0/3", Jn / n day forms, times up to ±167h.
+  static Result<TimeZone> FromPosix(std::string_view rule, std::string name);
 
   const std::string& name() const { return name_; }
   // Seconds east of UTC in effect at `utc` (Unix seconds).
@@ -29,10 +32,26 @@ class TimeZone {
   int64_t ToLocal(int64_t utc) const { return utc + OffsetAt(utc); }
 
  private:
+  struct RuleDate {
+    char kind = 'M';  // 'J' (1..365, Feb 29 never counted), 'N' (0..365), 'M' (month.week.day)
+    int day = 0, week = 0, month = 0;
+    int time = 7200;  // seconds after local midnight (wall clock in force before the change)
+  };
+  struct Posix {
+    bool valid = false;
+    int std_offset = 0;  // seconds east of UTC
+    bool has_dst = false;
+    int dst_offset = 0;
+    RuleDate start, end;  // DST starts (in standard time) / ends (in daylight time)
+  };
+  static Result<Posix> ParsePosix(std::string_view rule);
+  int PosixOffsetAt(int64_t utc) const;
+
   std::string name_ = "UTC";
   std::vector<int64_t> transitions_;  // UTC seconds, ascending
   std::vector<int> offsets_;          // offset from each transition on
   int initial_ = 0;                   // offset before the first transition
+  Posix posix_;                       // after the last transition
 };
 
 // Civil calendar (proleptic Gregorian), days since 1970-01-01.

@@ -62,6 +62,13 @@ TEST(NewRunCheck, FlagsOnlyARunPastTheOneSidedBound) {
   EXPECT_FALSE(CheckNewRun(h, 110.0, Better::kHigher).regression);  // better is not a regression
   EXPECT_TRUE(CheckNewRun(h, 110.0, Better::kLower).regression);
   EXPECT_FALSE(CheckNewRun({100, 90}, 50, Better::kHigher).regression);  // too little history
+  // Past the statistical bound of a very steady history but less worse than the minimum effect.
+  std::vector<double> steady = {100, 100.1, 99.9, 100, 100.05, 99.95};
+  EXPECT_TRUE(CheckNewRun(steady, 98.5, Better::kHigher).regression);
+  auto small = CheckNewRun(steady, 98.5, Better::kHigher, 0.03);
+  EXPECT_FALSE(small.regression);
+  EXPECT_NEAR(small.bound, 97, 1e-9);  // the bound shown is the one that applies
+  EXPECT_TRUE(CheckNewRun(steady, 96.5, Better::kHigher, 0.03).regression);
 }
 
 }  // namespace

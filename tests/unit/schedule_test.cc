@@ -39,6 +39,55 @@ TEST(TimeZone, OffsetsFollowDst) {
   EXPECT_FALSE(TimeZone::FromTzif("nonsense", "X").ok());
 }
 
+TEST(TimeZone, AfterTheLastTransitionTheFooterRuleGoesOn) {
+  // Debian's files list transitions up to 2037; later years come from the POSIX-TZ footer.
+  TimeZone ny = Zone("America/New_York");  // EST5EDT,M3.2.0,M11.1.0
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 1, 15, 12)), -5 * 3600);
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 7, 15, 12)), -4 * 3600);
+  // 2040: DST from Sun Mar 11 02:00 EST (07:00 UTC) to Sun Nov 4 02:00 EDT (06:00 UTC)
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 3, 11, 6, 59)), -5 * 3600);
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 3, 11, 7, 0)), -4 * 3600);
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 11, 4, 5, 59)), -4 * 3600);
+  EXPECT_EQ(ny.OffsetAt(Utc(2040, 11, 4, 6, 0)), -5 * 3600);
+  TimeZone berlin = Zone("Europe/Berlin");  // CET-1CEST,M3.5.0,M10.5.0/3: last Sundays
+  EXPECT_EQ(berlin.OffsetAt(Utc(2045, 3, 26, 0, 59)), 3600);
+  EXPECT_EQ(berlin.OffsetAt(Utc(2045, 3, 26, 1, 0)), 7200);
+  EXPECT_EQ(berlin.OffsetAt(Utc(2045, 10, 29, 0, 59)), 7200);
+  EXPECT_EQ(berlin.OffsetAt(Utc(2045, 10, 29, 1, 0)), 3600);
+  TimeZone sydney = Zone("Australia/Sydney");  // southern: DST spans the new year
+  EXPECT_EQ(sydney.OffsetAt(Utc(2050, 1, 15, 0)), 11 * 3600);
+  EXPECT_EQ(sydney.OffsetAt(Utc(2050, 7, 15, 0)), 10 * 3600);
+  EXPECT_EQ(Zone("Asia/Shanghai").OffsetAt(Utc(2050, 7, 15, 0)), 8 * 3600);
+}
+
+TEST(TimeZone, PosixRulesInEveryForm) {
+  auto slim = TimeZone::FromPosix("EST5EDT,M3.2.0,M11.1.0", "slim");  // a zone with no list
+  ASSERT_TRUE(slim.ok()) << slim.status().message();
+  EXPECT_EQ(slim->OffsetAt(Utc(2026, 7, 1, 0)), -4 * 3600);
+  EXPECT_EQ(slim->ToUtc(Local(2026, 3, 8, 2, 30)), Utc(2026, 3, 8, 7, 30));  // the gap
+  auto tehran = TimeZone::FromPosix("<+0330>-3:30", "fixed");
+  ASSERT_TRUE(tehran.ok());
+  EXPECT_EQ(tehran->OffsetAt(Utc(2030, 7, 1, 0)), 3 * 3600 + 1800);
+  // Jn counts Mar 1 as day 60 every year; n counts Feb 29 (zero-based); times past 24h.
+  auto j = TimeZone::FromPosix("AAA0BBB,J60/0,J300/0", "j");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->OffsetAt(Utc(2028, 2, 29, 12)), 0);   // a leap year: Feb 29 is not day 60
+  EXPECT_EQ(j->OffsetAt(Utc(2028, 3, 1, 0)), 3600);  // day 60 = Mar 1
+  auto n = TimeZone::FromPosix("AAA0BBB,59/0,300/0", "n");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->OffsetAt(Utc(2028, 2, 29, 0)), 3600);  // zero-based 59 = Feb 29 in 2028
+  auto late = TimeZone::FromPosix("IST-2IDT,M3.4.4/26,M10.5.0", "Asia/Jerusalem");
+  ASSERT_TRUE(late.ok()) << late.status().message();
+  // Thursday Mar 23 2028 at "26:00" = Friday 02:00 IST = Friday 00:00 UTC
+  EXPECT_EQ(late->OffsetAt(Utc(2028, 3, 23, 23, 59)), 2 * 3600);
+  EXPECT_EQ(late->OffsetAt(Utc(2028, 3, 24, 0, 0)), 3 * 3600);
+  for (const char* bad : {"", "E5", "EST", "EST5EDT", "EST5EDT,M13.1.0,M11.1.0",
+                          "EST5EDT,M3.6.0,M11.1.0", "EST5EDT,M3.2.0", "EST5x"}) {
+    auto r = TimeZone::FromPosix(bad, "x");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
 TEST(TimeZone, GapMovesForwardAndOverlapTakesTheEarlierInstant) {
   TimeZone ny = Zone("America/New_York");
   // 2026-03-08 02:30 does not exist in New York: it becomes 03:30 EDT = 07:30 UTC
