@@ -41,7 +41,10 @@ Status ExplainWaits(Store& store, ScheduleBook& book, std::vector<RunRow*> runs)
     for (const auto& sr : schedules)
       if (sr.id == r->schedule_id)
         r->wait_reason = "waiting for schedule " + sr.name + ": " + book.Describe(sr, now) +
-                         " (a run starts only with its expected duration left in the window)";
+                         " (a run starts only with its expected duration left in the window" +
+                         (sr.max_agents > 0 ? ", on at most " + std::to_string(sr.max_agents) +
+                                                  " agent(s) at once)"
+                                            : ")");
   }
   return Status::Ok();
 }

@@ -225,7 +225,7 @@ const char* const kRunSelect =
     "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
     "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
     "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, ''), "
-    "COALESCE((SELECT e.schedule_id FROM experiments e WHERE e.id = r.experiment_id), 0) "
+    "COALESCE(r.schedule_id, 0) "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id "
     "LEFT JOIN agents a ON a.id = r.agent_id ";
 
@@ -367,8 +367,8 @@ Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repea
         wl.id, id, wl.config_id, i, params, launch_json, selector, opt(x.schedule_id),
         x.expected_s);
   }
-  Audit(w, actor, x.purpose == "baseline" ? "baseline.created" : x.purpose + ".created",
-        "baseline", id,
+  Audit(w, actor, x.purpose == "baseline" ? "baseline.created" : x.purpose + ".created", "baseline",
+        id,
         {{"workload", wl.name},
          {"config_version", wl.config_version},
          {"repeats", repeats},
@@ -729,9 +729,10 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
     if (res.reason == "cancelled" && r[0][3].as<std::string>() == "window") {
       // Stopped at the end of its window (policy requeue): runs again in the next one, as a new
       // attempt that does not count against the run's attempts.
-      w.exec_params0("UPDATE runs SET max_attempts = max_attempts + 1, cancel_requested = false, "
-                     "cancel_reason = '' WHERE id = $1",
-                     run_id);
+      w.exec_params0(
+          "UPDATE runs SET max_attempts = max_attempts + 1, cancel_requested = false, "
+          "cancel_reason = '' WHERE id = $1",
+          run_id);
       RequeueRuns(w, {run_id}, "stopped at the end of its window; runs again in the next one",
                   actor);
       return true;

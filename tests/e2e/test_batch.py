@@ -1,5 +1,6 @@
 """End to end: a batch on a schedule whose window opens a few seconds into the test runs only
-inside it, and `batch show` says what waits for which window."""
+inside it, and `batch show` says what waits for which window; on a schedule with the requeue
+policy, a run still going at the window's end is stopped and queued again for the next window."""
 import datetime as dt
 import json
 import os
@@ -85,6 +86,31 @@ class BatchE2E(unittest.TestCase):
         open(free, "w").close()  # production work is gone
         c.wait_for(lambda: c.json("baseline", "show", bid)["state"] == "completed", timeout=60,
                    what="the run to start once the node is free")
+
+    def test_window_end_stops_and_requeues_a_run_that_overruns(self):
+        c = self.c
+        # Windows: the first 25 s of every minute. The variant trains 40x longer than the
+        # baseline's runs it was expected from, so it is still running when its window closes.
+        c.cli("schedule", "create", "minutely", "--cron", "* * * * *", "--duration", "25s",
+              "--on-window-end", "requeue")
+        self.assertIn("requeue", c.cli("schedule", "list").stdout)
+        b = json.loads(c.cli("batch", "create", "--workload", "demo", "--vary", "steps=2400",
+                             "--schedule", "minutely",
+                             "-o", "json").stdout)
+        exp = b["experiments"][0]["id"]
+
+        def variant_runs():
+            return [r for r in c.json("run", "list") if r["experiment_id"] == exp and
+                    r["arm"] == "variant"]
+
+        c.wait_for(lambda: any(r["attempt"] >= 2 for r in variant_runs()), timeout=150,
+                   what="a variant run stopped at the window's end and requeued")
+        r = [r for r in variant_runs() if r["attempt"] >= 2][0]
+        self.assertIn("end of its window", r["reason"])
+        if r["state"] == "queued":
+            self.assertIn("waiting for schedule minutely", r["wait_reason"])
+        self.assertTrue(all(x["state"] not in ("failed", "lost") for x in variant_runs()))
+        c.cli("batch", "cancel", str(b["id"]))
 
 
 if __name__ == "__main__":
