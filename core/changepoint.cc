@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
+
+#include "core/metrics.h"
 
 namespace tunectl {
 namespace {
@@ -151,6 +154,29 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
   if (s.outliers > 0)
     s.warnings.push_back(std::to_string(s.outliers) + " outlier sample(s) beyond 5 MADs");
   return s;
+}
+
+std::map<std::string, int> DropSkippedSteps(std::map<std::string, std::vector<StepValue>>* series) {
+  std::map<std::string, int> out;
+  std::set<int64_t> skipped;
+  for (auto it = series->begin(); it != series->end();) {
+    if (!IsSkipRule(it->first)) {
+      ++it;
+      continue;
+    }
+    std::set<int64_t> steps;
+    for (const auto& sv : it->second) steps.insert(sv.step);
+    out[it->first] = static_cast<int>(steps.size());
+    skipped.insert(steps.begin(), steps.end());
+    it = series->erase(it);
+  }
+  if (skipped.empty()) return out;
+  for (auto& [metric, values] : *series) {
+    const size_t before = values.size();
+    std::erase_if(values, [&](const StepValue& sv) { return skipped.count(sv.step) > 0; });
+    if (values.size() != before) out[metric] = static_cast<int>(before - values.size());
+  }
+  return out;
 }
 
 }  // namespace tunectl

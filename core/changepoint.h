@@ -4,6 +4,7 @@
 // Pure functions.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,10 @@ struct SteadyState {
 // declared warm-up (and the run is flagged).
 SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmup_steps,
                        Better better);
+
+// Removes the "skip:<tag>" series (core/metrics.h) from `series` and every metric's samples at
+// the steps they mark (checkpoint saves, evaluations). Returns, per metric, how many samples were
+// left out; "skip:<tag>" keys count the steps each tag marked.
+std::map<std::string, int> DropSkippedSteps(std::map<std::string, std::vector<StepValue>>* series);
 
 }  // namespace tunectl

@@ -35,9 +35,10 @@ Result<std::unique_ptr<MetricExtractor>> MetricExtractor::Create(
       c.re = std::make_unique<re2::RE2>(r.pattern, re2::RE2::Quiet);
       if (!c.re->ok())
         return Status::InvalidArgument("metrics." + r.name + ".pattern: " + c.re->error());
-      if (c.re->NumberOfCapturingGroups() < 1)
+      if (c.re->NumberOfCapturingGroups() < 1 && !IsSkipRule(r.name))
         return Status::InvalidArgument("metrics." + r.name + ".pattern: needs a capture group");
       const auto& named = c.re->NamedCapturingGroups();
+      if (IsSkipRule(r.name)) c.value_group = 0, c.step_group = c.re->NumberOfCapturingGroups() > 0;
       if (auto it = named.find("value"); it != named.end()) c.value_group = it->second;
       if (auto it = named.find("step"); it != named.end()) c.step_group = it->second;
     } else if (!r.json_key.empty()) {
@@ -59,6 +60,7 @@ int64_t MetricExtractor::NextStep(const std::string& metric, const int64_t* expl
 }
 
 void MetricExtractor::ProcessLine(std::string_view line, std::vector<ExtractedSample>* out) {
+  const size_t first = out->size();
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   nlohmann::json obj;
   bool have_obj = false;
@@ -82,6 +84,17 @@ void MetricExtractor::ProcessLine(std::string_view line, std::vector<ExtractedSa
       }
       re2::StringPiece input(line.data(), line.size());
       if (!re2::RE2::PartialMatchN(input, *c.re, argp.data(), groups)) continue;
+      if (IsSkipRule(c.rule.name)) {
+        int64_t step = 0;
+        const auto& ss =
+            c.step_group > 0 ? sp[static_cast<size_t>(c.step_group - 1)] : re2::StringPiece();
+        auto [end, ec] = std::from_chars(ss.data(), ss.data() + ss.size(), step);
+        if (c.step_group > 0 && ec == std::errc() && end == ss.data() + ss.size())
+          out->push_back({c.rule.name, step, 1});
+        else
+          pending_skips_.push_back(c.rule.name);
+        continue;
+      }
       const auto& vs = sp[static_cast<size_t>(c.value_group - 1)];
       double v = 0;
       if (!ParseMetricValue(std::string_view(vs.data(), vs.size()), &v)) continue;
@@ -112,6 +125,14 @@ void MetricExtractor::ProcessLine(std::string_view line, std::vector<ExtractedSa
       }
       out->push_back({c.rule.name, NextStep(c.rule.name, sptr), v});
     }
+  }
+  if (pending_skips_.empty()) return;
+  for (size_t i = first; i < out->size(); ++i) {
+    if (IsSkipRule((*out)[i].metric)) continue;
+    const int64_t step = (*out)[i].step;
+    for (auto& tag : pending_skips_) out->push_back({std::move(tag), step, 1});
+    pending_skips_.clear();
+    return;
   }
 }
 

@@ -17,6 +17,14 @@ class RE2;
 
 namespace tunectl {
 
+// A rule named "skip:<tag>" marks steps instead of measuring them (run.skip_steps): a matching
+// line emits a sample of metric "skip:<tag>", value 1, at group "step" (else group 1) of the line,
+// or, with no group, at the next step any metric reports.
+inline constexpr std::string_view kSkipPrefix = "skip:";
+inline bool IsSkipRule(std::string_view name) {
+  return name.substr(0, kSkipPrefix.size()) == kSkipPrefix;
+}
+
 struct MetricRule {
   std::string name;
   std::string pattern;   // group "value" (else group 1) is the value; group "step" the step
@@ -50,6 +58,7 @@ class MetricExtractor {
 
   std::vector<Compiled> rules_;
   bool has_json_ = false;
+  std::vector<std::string> pending_skips_;  // skip rules waiting for the next reported step
   std::map<std::string, int64_t> last_step_;
 };
 

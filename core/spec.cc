@@ -437,8 +437,11 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
   if (root["run"] && !root["run"].IsNull()) {
     const YAML::Node r = root["run"];
     if (!r.IsMap())
-      return c.Fail("run", "expected a mapping {repeats, warmup_steps, timeout, selector}");
-    if (auto s = c.CheckKeys(r, "run", {"repeats", "warmup_steps", "timeout", "selector"}); !s.ok())
+      return c.Fail("run",
+                    "expected a mapping {repeats, warmup_steps, timeout, selector, skip_steps}");
+    if (auto s =
+            c.CheckKeys(r, "run", {"repeats", "warmup_steps", "timeout", "selector", "skip_steps"});
+        !s.ok())
       return s;
     if (r["repeats"]) {
       auto v = c.Int(r["repeats"], "run.repeats", 1, 1000);
@@ -461,6 +464,20 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
       auto sel = c.StringMap(r["selector"], "run.selector");
       if (!sel.ok()) return sel.status();
       w.run.selector = *sel;
+    }
+    if (r["skip_steps"]) {
+      auto skip = c.StringMap(r["skip_steps"], "run.skip_steps");
+      if (!skip.ok()) return skip.status();
+      static const RE2 tag_re("[a-z][a-z0-9_]{0,31}");
+      for (const auto& [tag, pattern] : *skip) {
+        const std::string path = "run.skip_steps." + tag;
+        if (!RE2::FullMatch(tag, tag_re))
+          return c.Fail(path, "tag " + Quote(tag) + " must match [a-z][a-z0-9_]*, e.g. checkpoint");
+        RE2 re(pattern, RE2::Quiet);
+        if (!re.ok())
+          return c.Fail(path, "invalid RE2 regex " + Quote(pattern) + ": " + re.error());
+      }
+      w.run.skip_steps = *skip;
     }
   }
   if (auto s = CheckPlaceholders(w); !s.ok()) return s;
@@ -587,6 +604,7 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
   run["warmup_steps"] = w.run.warmup_steps;
   run["timeout"] = std::to_string(w.run.timeout_ms) + "ms";
   run["selector"] = w.run.selector;
+  if (!w.run.skip_steps.empty()) run["skip_steps"] = w.run.skip_steps;
   j["run"] = run;
   return j.dump();
 }

@@ -24,6 +24,7 @@ double Median(std::vector<double> values);
 struct StepValue {
   int64_t step = 0;
   double value = 0;
+  bool operator==(const StepValue&) const = default;
 };
 
 }  // namespace tunectl

@@ -14,7 +14,9 @@ Per log interval it prints
 Set DEMO_SLOWDOWN_FILE to a file holding a factor (e.g. 1.3) to slow data reads and every step,
 as a degraded node would; the file is re-read every batch.
 With TUNECTL_DURATION_S set (a tunectl stability run) it trains for that many seconds instead of
---steps, as a time-limited training job would.
+--steps, as a time-limited training job would. With DEMO_CHECKPOINT_EVERY=N it "saves a
+checkpoint" (a 150 ms pause) every N steps and prints "saving checkpoint at step N" before that
+step's metrics, as real trainers do; the workload's run.skip_steps leaves those steps out.
 """
 import argparse
 import hashlib
@@ -82,6 +84,7 @@ def main():
         print("error: DEMO_LOG_INTERVAL must be >= 1", file=sys.stderr)
         return 2
     duration_s = float(os.environ.get("TUNECTL_DURATION_S", "0") or 0)
+    checkpoint_every = int(os.environ.get("DEMO_CHECKPOINT_EVERY", "0") or 0)
     rng = random.Random(args.seed)
     decode_buf = os.urandom(DECODE_BYTES)
     compute_buf = os.urandom(COMPUTE_BYTES)
@@ -119,6 +122,9 @@ def main():
         factor = slowdown()
         if factor > 1.0:
             time.sleep((time.perf_counter() - t0) * (factor - 1.0))
+        if checkpoint_every and step % checkpoint_every == 0:
+            time.sleep(0.15)
+            print(f"saving checkpoint at step {step}", flush=True)
         if step % log_interval == 0 or step == args.steps:
             n = step % log_interval or log_interval
             elapsed = time.perf_counter() - interval_start

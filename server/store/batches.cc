@@ -193,7 +193,8 @@ Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
         id);
     w.exec_params0(
         "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE state IN "
-        "('assigned','running') AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND state = 'running')",
+        "('assigned','running') AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = "
+        "$1 AND state = 'running')",
         id);
     w.exec_params0(
         "UPDATE experiments SET state = 'cancelled' WHERE batch_id = $1 AND state = 'running'", id);

@@ -52,6 +52,10 @@ std::string LaunchJson(const WorkloadSpec& spec, const Launch& l) {
                        {"better", BetterName(m.better)},
                        {"role", RoleName(m.role)}});
   j["metrics"] = metrics;
+  json skip = json::array();
+  for (const auto& [tag, pattern] : spec.run.skip_steps)
+    skip.push_back({{"tag", tag}, {"pattern", pattern}});
+  j["skip_steps"] = skip;
   j["timeout_ms"] = spec.run.timeout_ms;
   j["warmup_steps"] = spec.run.warmup_steps;
   return j.dump();
@@ -656,6 +660,9 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
       p.env = j["env"].get<std::map<std::string, std::string>>();
       p.files = j["files"].get<std::map<std::string, std::string>>();
       for (const auto& m : j["metrics"]) p.metrics.push_back({m["name"], m["pattern"], m["json"]});
+      for (const auto& s : j.value("skip_steps", json::array()))
+        p.metrics.push_back(
+            {std::string(kSkipPrefix) + s["tag"].get<std::string>(), s["pattern"], ""});
       p.timeout_ms = j["timeout_ms"].get<int64_t>();
       p.duration_ms = j.value("duration_ms", int64_t{0});
       Audit(w, "server", "run.assigned", "run", p.run_id,
@@ -770,6 +777,8 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
              "ORDER BY metric, step",
              run_id, attempt))
       series[s[0].as<std::string>()].push_back({s[1].as<int64_t>(), s[2].as<double>()});
+    // Steps marked by run.skip_steps (checkpoint saves, evaluations) are left out of every metric.
+    const std::map<std::string, int> skipped = DropSkippedSteps(&series);
     w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);
     json detail = {{"attempt", attempt},
                    {"state", state},
@@ -796,6 +805,9 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
       for (const auto& sv : values) nonfinite += std::isfinite(sv.value) ? 0 : 1;
       std::string warnings;
       for (const auto& x : s.warnings) warnings += (warnings.empty() ? "" : "; ") + x;
+      if (auto it = skipped.find(metric); it != skipped.end())
+        warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +
+                    " sample(s) at skipped steps (run.skip_steps) left out";
       w.exec_params0(
           "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
           "usable, detected_warmup, mad, lag1, warnings) "

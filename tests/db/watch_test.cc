@@ -339,5 +339,45 @@ TEST(Scheduler, OnlyTheLeaderQueuesChecksInWindowsOfTheInjectedClock) {
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines WHERE purpose = 'check'"), "3");
 }
 
+TEST(SkipSteps, CheckpointStepsAreLeftOutOfTheRunSummary) {
+  TUNECTL_TEST_DB(db);
+  std::string text = kSpec;
+  text.replace(text.find("run: {repeats: 2}"), 17,
+               "run: {repeats: 2, skip_steps: {checkpoint: 'saving checkpoint'}}");
+  auto spec = ParseWorkloadSpec(text);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(*spec, text, "user:t").ok());
+  const int64_t agent = *st.RegisterAgent("n1", {}, 10, "t", "s1");
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  auto plans = st.ClaimRuns(agent, {}, 10);
+  ASSERT_EQ(plans->size(), 1u);
+  const LaunchPlan& p = (*plans)[0];
+  bool has_rule = false;  // the agent gets the skip rule with the metric rules
+  for (const auto& m : p.metrics)
+    has_rule |= m.name == "skip:checkpoint" && m.pattern == "saving checkpoint";
+  EXPECT_TRUE(has_rule);
+  ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+  std::vector<SampleIn> samples;
+  for (int step = 1; step <= 20; ++step)
+    samples.push_back({"sps", step, step == 10 ? 5.0 : 100.0 + step % 3, step});
+  samples.push_back({"skip:checkpoint", 10, 1, 10});
+  ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, samples));
+  RunResult r;
+  r.batches = 1;
+  ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, r, "agent:n1").ok());
+  auto run = st.GetRun(p.run_id);
+  ASSERT_TRUE(run.ok());
+  const RunMetricRow* sps = nullptr;
+  for (const auto& m : run->metrics) {
+    EXPECT_NE(m.metric, "skip:checkpoint");  // a mark, not a metric
+    if (m.metric == "sps") sps = &m;
+  }
+  ASSERT_NE(sps, nullptr);
+  EXPECT_EQ(sps->samples, 19);
+  EXPECT_GE(*sps->min, 100);  // the slow checkpoint step is not in the summary
+  EXPECT_THAT(sps->warnings, HasSubstr("1 sample(s) at skipped steps"));
+}
+
 }  // namespace
 }  // namespace tunectl

@@ -127,5 +127,22 @@ TEST(AnalyzeRun, FastStartFromAFullBufferIsATransientNotASlowdown) {
   EXPECT_NEAR(s.stats.median, 2400, 50);
 }
 
+TEST(DropSkippedSteps, RemovesMarkedStepsFromEveryMetric) {
+  std::map<std::string, std::vector<StepValue>> series = {
+      {"sps", {{1, 10}, {2, 1}, {3, 11}, {4, 1}}},
+      {"loss", {{2, 2.0}, {3, 1.9}}},
+      {"skip:checkpoint", {{2, 1}, {4, 1}}},
+      {"skip:eval", {{4, 1}}}};
+  auto dropped = DropSkippedSteps(&series);
+  EXPECT_EQ(series.size(), 2u);
+  EXPECT_EQ(series["sps"], (std::vector<StepValue>{{1, 10}, {3, 11}}));
+  EXPECT_EQ(series["loss"], (std::vector<StepValue>{{3, 1.9}}));
+  EXPECT_EQ(dropped, (std::map<std::string, int>{
+                         {"sps", 2}, {"loss", 1}, {"skip:checkpoint", 2}, {"skip:eval", 1}}));
+  std::map<std::string, std::vector<StepValue>> none = {{"sps", {{1, 10}}}};
+  EXPECT_TRUE(DropSkippedSteps(&none).empty());
+  EXPECT_EQ(none["sps"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace tunectl

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace tunectl {
 namespace {
 
@@ -89,6 +91,22 @@ TEST(ParseMetricValue, AcceptsNumbersOnly) {
   EXPECT_FALSE(ParseMetricValue("", &v));
   EXPECT_FALSE(ParseMetricValue("12ms", &v));
   EXPECT_FALSE(ParseMetricValue("N/A", &v));
+}
+
+TEST(MetricExtractor, SkipRulesMarkTheirStepOrTheNextReportedOne) {
+  const std::vector<MetricRule> rules = {
+      {"sps", "step: (?P<step>[0-9]+) sps: (?P<value>[0-9.]+)", ""},
+      {"loss", "", "loss"},
+      {"skip:eval", "validation at step (?P<step>[0-9]+)", ""},
+      {"skip:checkpoint", "saving checkpoint", ""}};
+  auto s = Extract(rules, {"step: 1 sps: 10", "validation at step 1", "saving checkpoint",
+                           "step: 2 sps: 11", R"({"loss": 2.0, "step": 2})", "step: 3 sps: 12"});
+  std::vector<std::tuple<std::string, int64_t, double>> got;
+  for (const auto& x : s) got.emplace_back(x.metric, x.step, x.value);
+  const std::vector<std::tuple<std::string, int64_t, double>> want = {
+      {"sps", 1, 10},   {"skip:eval", 1, 1}, {"sps", 2, 11}, {"skip:checkpoint", 2, 1},
+      {"loss", 2, 2.0}, {"sps", 3, 12}};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -230,5 +230,19 @@ TEST(NearestName, SuggestsOnlyCloseNames) {
   EXPECT_EQ(NearestName("zzzzzz", {"num_workers", "steps"}), "");
 }
 
+TEST(WorkloadSpec, SkipStepsNeedATagAndAValidRegex) {
+  const std::string base =
+      "name: w\ncommand: [t]\nmetrics: {sps: {pattern: 'sps: ([0-9.]+)', better: higher}}\n";
+  auto ok = ParseWorkloadSpec(base + "run: {skip_steps: {checkpoint: 'saving checkpoint'}}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->run.skip_steps.at("checkpoint"), "saving checkpoint");
+  auto tag = ParseWorkloadSpec(base + "run: {skip_steps: {Check-Point: 'x'}}\n");
+  EXPECT_NE(tag.status().message().find("run.skip_steps.Check-Point"), std::string::npos)
+      << tag.status().message();
+  auto re = ParseWorkloadSpec(base + "run: {skip_steps: {eval: 'val(('}}\n");
+  EXPECT_NE(re.status().message().find("invalid RE2 regex"), std::string::npos)
+      << re.status().message();
+}
+
 }  // namespace
 }  // namespace tunectl
