@@ -59,8 +59,6 @@ class BaselineE2E(unittest.TestCase):
         for r in c.json("run", "list", "--baseline", str(b["id"])):
             m = {x["metric"]: x for x in c.json("run", "show", str(r["id"]))["metrics"]}
             usable += m["samples_per_s"]["usable"]
-            # the demo saves a checkpoint at steps 25 and 50; run.skip_steps leaves them out
-            self.assertIn("2 sample(s) at skipped steps", m["samples_per_s"]["warnings"])
             if not m["samples_per_s"]["usable"]:
                 self.assertTrue(m["samples_per_s"]["warnings"])
         self.assertEqual(sps["n"], usable)
@@ -121,6 +119,23 @@ class BaselineE2E(unittest.TestCase):
         p = c.cli("run", "list", "-o", "yaml", check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn('"yaml" is not a format; allowed: table, json, csv', p.stderr)
+
+    def test_7_checkpoint_steps_are_left_out(self):
+        c = self.c
+        text = demo_variant("name: demo", "name: demo-ckpt")
+        text = demo_variant('DEMO_CHECKPOINT_EVERY: "0"', 'DEMO_CHECKPOINT_EVERY: "25"', text)
+        c.cli("workload", "apply", "-f", c.write("ckpt.yaml", text))
+        b = json.loads(c.cli("baseline", "create", "--workload", "demo-ckpt", "--repeats", "1",
+                             "--wait", "-o", "json").stdout)
+        run = c.json("run", "list", "--baseline", str(b["id"]))[0]
+        log = os.path.join(c.runs_dir(run["agent"]), f"{run['id']}-{run['attempt']}", "output.log")
+        with open(log) as f:
+            self.assertEqual(f.read().count("saving checkpoint at step"), 2)  # steps 25 and 50
+        m = {x["metric"]: x for x in c.json("run", "show", str(run["id"]))["metrics"]}
+        self.assertEqual(set(m), {"samples_per_s", "step_time_ms", "loss"})  # a mark, no metric
+        for name in m:
+            self.assertIn("2 sample(s) at skipped steps", m[name]["warnings"])
+        self.assert_no_loss_no_duplicates(b["id"])  # the marks are stored like samples
 
     def test_4_selector_no_agent_matches_runs_wait_and_say_why(self):
         c = self.c
