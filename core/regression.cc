@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/statistics.h"
+#include "core/stats.h"
 
 namespace tunectl {
 namespace {
@@ -193,19 +194,51 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
   return r;
 }
 
-std::vector<size_t> UnrecordedRegressions(const RegressionReport& report, size_t series_size,
-                                          const std::vector<size_t>& recorded_first_bad,
-                                          size_t min_segment, size_t tolerance) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < report.changes.size(); ++i) {
-    const auto& c = report.changes[i];
-    if (!c.regression || c.point.index + min_segment >= series_size) continue;
+std::vector<ChangePoint> NewConfirmedRegressions(const std::vector<double>& values,
+                                                 const MetricSpec& metric,
+                                                 const std::vector<size_t>& recorded_first_bad,
+                                                 const ConfirmOptions& o) {
+  std::vector<ChangePoint> out;
+  const size_t n = values.size();
+  if (n < o.min_after + 2) return out;
+  const RegressionReport full = AnalyzeRegression(values, {}, metric);
+  std::vector<RegressionReport> earlier;
+  for (size_t k = 1; k < o.stable_for && k < n; ++k)
+    earlier.push_back(AnalyzeRegression(
+        std::vector<double>(values.begin(), values.end() - static_cast<std::ptrdiff_t>(k)), {},
+        metric));
+  auto median = [&](size_t a, size_t b) {
+    std::vector<double> v(values.begin() + static_cast<std::ptrdiff_t>(a),
+                          values.begin() + static_cast<std::ptrdiff_t>(b));
+    return Median(v);
+  };
+  for (size_t i = 0; i < full.changes.size(); ++i) {
+    const auto& c = full.changes[i];
+    if (!c.regression || c.point.index + o.min_after > n) continue;
+    const size_t a = i == 0 ? 0 : full.changes[i - 1].point.index;
+    const size_t b = i + 1 < full.changes.size() ? full.changes[i + 1].point.index : n;
+    const double mb = median(a, c.point.index), ma = median(c.point.index, b);
+    const bool worse_by_medians = mb != 0 &&
+                                  (metric.better == Better::kHigher ? ma < mb : ma > mb) &&
+                                  std::fabs(ma / mb - 1) >= metric.min_effect;
+    if (!worse_by_medians) continue;
+    // E-divisive chose this split among every position of its segment: count them in its p.
+    const double positions = static_cast<double>(b - a);
+    if (c.point.p * positions >= 0.001) continue;
+    bool stable = true;
+    for (const auto& e : earlier) {
+      bool seen = false;
+      for (const auto& ec : e.changes)
+        seen = seen || (ec.regression && ec.point.index == c.point.index);
+      stable = stable && seen;
+    }
+    if (!stable) continue;
     bool known = false;
     for (size_t r : recorded_first_bad) {
       const size_t d = r > c.point.index ? r - c.point.index : c.point.index - r;
-      known = known || d <= tolerance;
+      known = known || d <= o.tolerance;
     }
-    if (!known) out.push_back(i);
+    if (!known) out.push_back(c.point);
   }
   return out;
 }

@@ -60,14 +60,25 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
                                    const std::vector<std::string>& labels,
                                    const MetricSpec& metric);
 
-// Which regressions of `report` (over a series of `series_size` points) are confirmed and not
-// recorded yet. A change point at the last position a split may take (min_segment points after
-// it) is not confirmed: the new level may begin later, so its place is not known yet. A change
-// point moves by a few points as the series grows, so one within `tolerance` points of a
-// recorded first-bad index is the same one. Returns indexes into report.changes.
-std::vector<size_t> UnrecordedRegressions(const RegressionReport& report, size_t series_size,
-                                          const std::vector<size_t>& recorded_first_bad,
-                                          size_t min_segment = 5, size_t tolerance = 5);
+// When a change point found by AnalyzeRegression becomes a recorded (permanent) regression.
+// Change points on a growing series move and vanish as runs arrive — E-divisive's best split on
+// the few newest runs can be carried by two outliers, and the t-test's p is optimistic at a
+// chosen split — so a regression is confirmed only when
+//  - it has at least `min_after` runs after it,
+//  - the medians of its two segments differ by at least the metric's min_effect too (not only
+//    the means: a couple of outliers cannot carry it),
+//  - the analyses of the series without its last 1 .. stable_for-1 runs found it at the same run,
+// and it is not within `tolerance` runs of a recorded one (a recorded change point that moved is
+// the same regression).
+struct ConfirmOptions {
+  size_t min_after = 6;
+  size_t stable_for = 4;
+  size_t tolerance = 5;
+};
+std::vector<ChangePoint> NewConfirmedRegressions(const std::vector<double>& values,
+                                                 const MetricSpec& metric,
+                                                 const std::vector<size_t>& recorded_first_bad,
+                                                 const ConfirmOptions& o = {});
 
 // A stability run (one long run) judged within itself: the primary metric must reach a steady
 // state, and no metric may degrade part-way through (memory creep, thermal throttling, a slowing

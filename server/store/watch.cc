@@ -198,15 +198,12 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
   if (state != "succeeded") return;
   const auto points = LoadSeries(w, *wl, primary->name);
   std::vector<double> values;
-  std::vector<std::string> labels;
   std::map<int64_t, size_t> index_of;
   for (size_t i = 0; i < points.size(); ++i) {
     values.push_back(points[i].value);
-    labels.push_back("run " + std::to_string(points[i].run_id));
     index_of[points[i].run_id] = i;
   }
   if (!index_of.count(run_id)) return;  // not part of the current config's series
-  const RegressionReport report = AnalyzeRegression(values, labels, *primary);
   std::vector<size_t> recorded;
   for (const auto& g : w.exec_params(
            "SELECT first_bad_run FROM regressions WHERE config_id = $1 AND metric = $2 AND kind = "
@@ -214,8 +211,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
            wl->config_id, primary->name))
     if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
       recorded.push_back(it->second);
-  for (size_t i : UnrecordedRegressions(report, values.size(), recorded)) {
-    const auto& c = report.changes[i].point;
+  for (const ChangePoint& c : NewConfirmedRegressions(values, *primary, recorded)) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
     Record(w, *wl, "change_point", primary->name, points[c.index].run_id, c.before, c.after, c.p,

@@ -40,7 +40,7 @@ class RegressE2E(unittest.TestCase):
 
         with open(self.slow, "w") as f:
             f.write("1.3\n")  # every step 30 % slower from now on
-        b2 = json.loads(c.cli("baseline", "create", "--repeats", "12", "--wait", "-o", "json").stdout)
+        b2 = json.loads(c.cli("baseline", "create", "--repeats", "14", "--wait", "-o", "json").stdout)
         slow_ids = {r["id"] for r in c.json("run", "list", "--baseline", str(b2["id"]))}
         r = c.json("regress", "show", "demo")
         # the series holds the comparable runs (a run marked unusable is left out, with its reason)

@@ -112,22 +112,49 @@ TEST(AnalyzeRegression, AlertsOnANewRunPastTheBound) {
   EXPECT_NE(r.alerts[0].find("the latest point 12"), std::string::npos) << r.alerts[0];
 }
 
-TEST(UnrecordedRegressions, AChangePointThatMovedAFewRunsIsTheSameOne) {
-  RegressionReport r;
-  ChangePoint a;
-  a.index = 20;
-  ChangePoint b;
-  b.index = 60;
-  ChangePoint up;
-  up.index = 40;
-  r.changes = {{a, true}, {up, false}, {b, true}};
-  EXPECT_EQ(UnrecordedRegressions(r, 80, {}), (std::vector<size_t>{0, 2}));
-  EXPECT_EQ(UnrecordedRegressions(r, 80, {18}), (std::vector<size_t>{2}));     // 20 was 18
-  EXPECT_EQ(UnrecordedRegressions(r, 80, {18, 63}), (std::vector<size_t>{}));  // both known
-  EXPECT_EQ(UnrecordedRegressions(r, 80, {10}), (std::vector<size_t>{0, 2}));  // a new one
-  // With only min_segment points after it, the change at 60 may still move later: not yet.
-  EXPECT_EQ(UnrecordedRegressions(r, 65, {}), (std::vector<size_t>{0}));
-  EXPECT_EQ(UnrecordedRegressions(r, 66, {}), (std::vector<size_t>{0, 2}));
+MetricSpec Throughput() {
+  MetricSpec m;
+  m.name = "sps";
+  m.better = Better::kHigher;
+  m.min_effect = 0.03;
+  return m;
+}
+
+TEST(NewConfirmedRegressions, AStepIsConfirmedOnceItHoldsAndThenNotAgain) {
+  const auto x = Series({{40, 100}, {40, 90}}, 0.01, 21);
+  const MetricSpec m = Throughput();
+  std::vector<size_t> recorded;
+  size_t confirmed_at = 0;
+  for (size_t n = 2; n <= x.size(); ++n) {
+    for (const auto& c : NewConfirmedRegressions(
+             std::vector<double>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n)), m,
+             recorded)) {
+      EXPECT_EQ(c.index, 40u);
+      EXPECT_LT(c.after, c.before);
+      if (recorded.empty()) confirmed_at = n;
+      recorded.push_back(c.index);
+    }
+  }
+  ASSERT_EQ(recorded.size(), 1u);     // once, although every later run sees it again
+  EXPECT_GE(confirmed_at, 40u + 6);   // at least min_after runs at the new level …
+  EXPECT_LE(confirmed_at, 40u + 12);  // … and not much later
+}
+
+TEST(NewConfirmedRegressions, TwoOutliersAmongTheNewestRunsAreNotARegression) {
+  auto x = Series({{40, 100}}, 0.01, 22);
+  x.push_back(80);
+  x.push_back(80);
+  for (int i = 0; i < 6; ++i) x.push_back(100);
+  EXPECT_TRUE(NewConfirmedRegressions(x, Throughput(), {}).empty());
+}
+
+TEST(NewConfirmedRegressions, AFasterLevelAndARecordedRegressionAreNotNew) {
+  const auto faster = Series({{40, 100}, {20, 110}}, 0.01, 23);
+  EXPECT_TRUE(NewConfirmedRegressions(faster, Throughput(), {}).empty());
+  const auto slower = Series({{40, 100}, {20, 90}}, 0.01, 24);
+  ASSERT_EQ(NewConfirmedRegressions(slower, Throughput(), {}).size(), 1u);
+  EXPECT_TRUE(NewConfirmedRegressions(slower, Throughput(), {38}).empty());   // moved by 2
+  EXPECT_EQ(NewConfirmedRegressions(slower, Throughput(), {20}).size(), 1u);  // another one
 }
 
 WorkloadSpec StabilitySpec() {
