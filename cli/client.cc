@@ -130,6 +130,12 @@ class GrpcClient : public Client {
   Result<v1::Watch> RegressSchedule(const v1::RegressScheduleRequest& r) override {
     return Call<v1::Watch>(&v1::TuningService::Stub::RegressSchedule, r);
   }
+  Result<v1::RecordedRegression> ResolveRegression(int64_t id, const std::string& reason) override {
+    v1::ResolveRegressionRequest r;
+    r.set_id(id);
+    r.set_reason(reason);
+    return Call<v1::RecordedRegression>(&v1::TuningService::Stub::ResolveRegression, r);
+  }
   Result<v1::Watch> RegressStop(const std::string& workload) override {
     v1::RegressStopRequest r;
     r.set_workload(workload);

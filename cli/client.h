@@ -43,6 +43,8 @@ class Client {
   virtual Result<v1::StabilityRun> RegressRun(const v1::RegressRunRequest& r) = 0;
   virtual Result<v1::Watch> RegressSchedule(const v1::RegressScheduleRequest& r) = 0;
   virtual Result<v1::Watch> RegressStop(const std::string& workload) = 0;
+  virtual Result<v1::RecordedRegression> ResolveRegression(int64_t id,
+                                                           const std::string& reason) = 0;
 };
 
 }  // namespace tunectl

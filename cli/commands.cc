@@ -451,21 +451,22 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   req.set_schedule(o.schedule);
   auto s = c.RegressRun(req);
   if (!s.ok()) return Fail(err, s.status());
-  err << "stability run " << s->run_id() << " of config v" << s->config_version() << " queued: "
-      << o.duration << (o.schedule.empty() ? "" : " inside a window of " + o.schedule)
+  err << "stability run " << s->run_id() << " of config v" << s->config_version()
+      << " queued: " << o.duration
+      << (o.schedule.empty() ? "" : " inside a window of " + o.schedule)
       << "; judged within itself when it ends (tunectl regress show " << o.workload << ")\n";
   v1::StabilityRun cur = *s;
   if (o.wait) {
     const std::string what = "stability run " + std::to_string(s->run_id());
-    int waited = WaitWithProgress(o, err, 0, what,
-                                  [&](double elapsed, std::string* line) -> Result<bool> {
-                                    auto r = c.GetRegression(o.workload);
-                                    if (!r.ok()) return r.status();
-                                    for (const auto& x : r->stability())
-                                      if (x.run_id() == s->run_id()) cur = x;
-                                    *line = StabilityProgress(cur, elapsed);
-                                    return cur.verdict() != "pending";
-                                  });
+    int waited =
+        WaitWithProgress(o, err, 0, what, [&](double elapsed, std::string* line) -> Result<bool> {
+          auto r = c.GetRegression(o.workload);
+          if (!r.ok()) return r.status();
+          for (const auto& x : r->stability())
+            if (x.run_id() == s->run_id()) cur = x;
+          *line = StabilityProgress(cur, elapsed);
+          return cur.verdict() != "pending";
+        });
     if (waited != 0) return waited;
   }
   if (o.output == "json")
@@ -499,6 +500,18 @@ int RegressSchedule(Client& c, const CliOptions& o, std::ostream& out, std::ostr
 int RegressStop(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
   return EmitWatch(o, out, err, c.RegressStop(o.workload));
+}
+
+int RegressResolve(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  auto g = c.ResolveRegression(o.id, o.reason);
+  if (!g.ok()) return Fail(err, g.status());
+  if (o.output == "json")
+    out << RecordedRegressionJson(*g).dump(2) << "\n";
+  else
+    out << "regression " << g->id() << " (" << g->metric() << ", first bad run "
+        << g->first_bad_run() << ") resolved: " << g->resolution() << "\n";
+  return 0;
 }
 
 int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -565,6 +578,8 @@ const std::vector<Command>& Commands() {
        "periodic checks: N runs of the current config in each window of a schedule",
        &RegressSchedule},
       {"regress", "stop", "stop the periodic checks of a workload", &RegressStop},
+      {"regress", "resolve", "close a recorded regression (its alert stops) and say what fixed it",
+       &RegressResolve},
       {"regress", "show",
        "the current config's run series, change points, recorded regressions, stability runs",
        &RegressShow},

@@ -340,9 +340,9 @@ Table LogTable(const v1::ListLogResponse& r) {
                       e.primary_metric(), FormatEffect(e.ratio()),
                       FormatCi(e.ci_low(), e.ci_high()), e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
-                      e.kind() == "regression" ? "-"
-                      : e.frozen().empty()     ? "no"
-                                               : e.frozen(),
+                      e.kind() != "decided" && !e.kind().empty() ? "-"
+                      : e.frozen().empty()                       ? "no"
+                                                                 : e.frozen(),
                       e.actor()});
   return t;
 }
@@ -461,26 +461,32 @@ ojson RegressionJson(const v1::Regression& r) {
                  {"bound", r.latest_bound()}};
   j["alerts"] = std::vector<std::string>(r.alerts().begin(), r.alerts().end());
   ojson rec = ojson::array();
-  for (const auto& g : r.recorded()) {
-    ojson x;
-    x["id"] = g.id();
-    x["kind"] = g.kind();
-    x["metric"] = g.metric();
-    x["config_version"] = g.config_version();
-    x["first_bad_run"] = g.first_bad_run();
-    x["before"] = g.kind() == "change_point" ? ojson(g.before()) : ojson(nullptr);
-    x["after"] = g.kind() == "change_point" ? ojson(g.after()) : ojson(nullptr);
-    x["p"] = g.kind() == "change_point" ? ojson(g.p()) : ojson(nullptr);
-    x["message"] = g.message();
-    x["detected_at"] = g.detected_at();
-    rec.push_back(x);
-  }
+  for (const auto& g : r.recorded()) rec.push_back(RecordedRegressionJson(g));
   j["regressions"] = rec;
   ojson st = ojson::array();
   for (const auto& s : r.stability()) st.push_back(StabilityJson(s));
   j["stability_runs"] = st;
   j["watch"] = r.has_watch() ? WatchJson(r.watch()) : ojson(nullptr);
   return j;
+}
+
+ojson RecordedRegressionJson(const v1::RecordedRegression& g) {
+  ojson x;
+  x["id"] = g.id();
+  x["kind"] = g.kind();
+  x["metric"] = g.metric();
+  x["config_version"] = g.config_version();
+  x["first_bad_run"] = g.first_bad_run();
+  x["before"] = g.kind() == "change_point" ? ojson(g.before()) : ojson(nullptr);
+  x["after"] = g.kind() == "change_point" ? ojson(g.after()) : ojson(nullptr);
+  x["p"] = g.kind() == "change_point" ? ojson(g.p()) : ojson(nullptr);
+  x["message"] = g.message();
+  x["detected_at"] = g.detected_at();
+  x["state"] = g.resolved_at().empty() ? "open" : "resolved";
+  x["resolved_at"] = g.resolved_at().empty() ? ojson(nullptr) : ojson(g.resolved_at());
+  x["resolved_by"] = g.resolved_by().empty() ? ojson(nullptr) : ojson(g.resolved_by());
+  x["resolution"] = g.resolution().empty() ? ojson(nullptr) : ojson(g.resolution());
+  return x;
 }
 
 ojson StabilityJson(const v1::StabilityRun& s) {
@@ -555,11 +561,12 @@ std::string RegressionDetail(const v1::Regression& r) {
            "): " + (r.latest_regression() ? "REGRESSION" : "ok") + "\n";
   for (const auto& a : r.alerts()) out += "ALERT: " + a + "\n";
   if (r.recorded_size() > 0) {
-    Table t{{"id", "detected", "config", "kind", "metric", "first bad run", "what"}, {}};
+    Table t{{"id", "detected", "config", "kind", "metric", "first bad run", "state", "what"}, {}};
     for (const auto& g : r.recorded())
-      t.rows.push_back({std::to_string(g.id()), g.detected_at(),
-                        "v" + std::to_string(g.config_version()), g.kind(), g.metric(),
-                        std::to_string(g.first_bad_run()), g.message()});
+      t.rows.push_back(
+          {std::to_string(g.id()), g.detected_at(), "v" + std::to_string(g.config_version()),
+           g.kind(), g.metric(), std::to_string(g.first_bad_run()),
+           g.resolved_at().empty() ? "OPEN" : "resolved: " + g.resolution(), g.message()});
     out += "recorded regressions (in the tuning log):\n" + RenderTable(t);
   }
   if (r.stability_size() > 0) {

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||
         (n == "experiment" && (v == "run" || v == "list")) || n == "config" || n == "log")
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
-    if (n == "config" || n == "regress") sub->add_option("workload", o.workload, "workload name");
+    if (n == "config" || (n == "regress" && v != "resolve"))
+      sub->add_option("workload", o.workload, "workload name");
     if (n == "config" && v == "export")
       sub->add_option("--format", o.format, "json, yaml, env or args")->capture_default_str();
     if (n == "hypothesis" && v == "create") {
@@ -105,6 +106,10 @@ int main(int argc, char** argv) {
           ->required();
       sub->add_option("--repeats", o.repeats, "runs per window (default 3)")
           ->check(CLI::Range(1, 100));
+    }
+    if (n == "regress" && v == "resolve") {
+      sub->add_option("id", o.id, "regression id (tunectl regress show)")->required();
+      sub->add_option("--reason", o.reason, "what fixed it (kept in the tuning log)")->required();
     }
     if ((v == "show" && n != "config" && n != "regress") || v == "cancel" || v == "freeze")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();

@@ -62,6 +62,7 @@ std::string BatchDetail(const v1::Batch& b);
 ojson RegressionJson(const v1::Regression& r);
 std::string RegressionDetail(const v1::Regression& r);
 ojson StabilityJson(const v1::StabilityRun& s);
+ojson RecordedRegressionJson(const v1::RecordedRegression& g);
 std::string StabilityDetail(const v1::StabilityRun& s);
 std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s);
 ojson WatchJson(const v1::Watch& w);

@@ -44,9 +44,12 @@ CREATE TABLE regressions (
   p             double precision,
   message       text NOT NULL,
   detected_at   timestamptz NOT NULL DEFAULT now(),
+  resolved_at   timestamptz,            -- a person said what fixed it (its alert stops)
+  resolved_by   text,
+  resolution    text,
   UNIQUE (config_id, metric, kind, first_bad_run)
 );
 
 ALTER TABLE tuning_log DROP CONSTRAINT tuning_log_kind_check;
 ALTER TABLE tuning_log ADD CONSTRAINT tuning_log_kind_check
-  CHECK (kind IN ('decided', 'frozen', 'correction', 'regression'));
+  CHECK (kind IN ('decided', 'frozen', 'correction', 'regression', 'resolved'));

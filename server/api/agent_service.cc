@@ -108,8 +108,8 @@ grpc::Status AgentServiceImpl::Session(
       }
       case v1::AgentMessage::kRunFinished: {
         const auto& f = in.run_finished();
-        RunResult res{f.exit_code(), f.signal(),  f.reason(),           f.stderr_tail(),
-                      f.batches(),   f.lines(), f.duration_reached()};
+        RunResult res{f.exit_code(), f.signal(), f.reason(),          f.stderr_tail(),
+                      f.batches(),   f.lines(),  f.duration_reached()};
         st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name());
         if (!st.ok() && st.code() == Status::Code::kNotFound) st = Status::Ok();
         if (st.ok()) {

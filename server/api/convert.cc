@@ -281,6 +281,9 @@ void ToProto(const RegressionRecord& g, v1::RecordedRegression* out) {
   out->set_message(g.message);
   out->set_detected_at(g.detected_at);
   out->set_config_version(g.config_version);
+  out->set_resolved_at(g.resolved_at);
+  out->set_resolved_by(g.resolved_by);
+  out->set_resolution(g.resolution);
 }
 
 }  // namespace tunectl

@@ -70,6 +70,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                                v1::Watch*) override;
   grpc::Status RegressStop(grpc::ServerContext*, const v1::RegressStopRequest*,
                            v1::Watch*) override;
+  grpc::Status ResolveRegression(grpc::ServerContext*, const v1::ResolveRegressionRequest*,
+                                 v1::RecordedRegression*) override;
 
  private:
   Status FillBatch(const BatchRow& b, v1::Batch* out);

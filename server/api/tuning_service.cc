@@ -479,4 +479,13 @@ grpc::Status TuningServiceImpl::RegressStop(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status TuningServiceImpl::ResolveRegression(grpc::ServerContext* ctx,
+                                                  const v1::ResolveRegressionRequest* req,
+                                                  v1::RecordedRegression* resp) {
+  auto g = store_->ResolveRegression(req->id(), req->reason(), Actor(ctx));
+  if (!g.ok()) return ToGrpc(g.status());
+  ToProto(*g, resp);
+  return grpc::Status::OK;
+}
+
 }  // namespace tunectl

@@ -709,7 +709,7 @@ Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const st
              "l.entry::text, (SELECT f.entry::text FROM tuning_log f WHERE f.experiment_id = "
              "l.experiment_id AND f.kind = 'frozen' ORDER BY f.id DESC LIMIT 1), l.kind "
              "FROM tuning_log l JOIN workloads wl ON wl.id = l.workload_id "
-             "WHERE l.kind IN ('decided', 'regression') AND ($1 = '' OR wl.name = $1) "
+             "WHERE l.kind IN ('decided', 'regression', 'resolved') AND ($1 = '' OR wl.name = $1) "
              "ORDER BY l.id",
              workload)) {
       LogRow row;

@@ -200,7 +200,7 @@ struct LogRow {
   std::string workload, at, actor;
   std::string entry_json;  // the immutable 'decided' entry
   std::string frozen;      // from a later 'frozen' entry: "v2" or "v2 (forced: …)"; "" if none
-  std::string kind = "decided";  // decided | regression (experiment_id 0)
+  std::string kind = "decided";  // decided | regression | resolved (experiment_id 0)
 };
 
 struct ScheduleRow {
@@ -208,8 +208,8 @@ struct ScheduleRow {
   std::string name, window, cron;  // exactly one of window / cron
   int64_t duration_s = 0;
   std::string tz;
-  int max_agents = 0;                     // 0 = no limit on agents running its runs at once
-  std::string on_window_end = "finish";   // finish | requeue (cancel at window end, run again)
+  int max_agents = 0;                    // 0 = no limit on agents running its runs at once
+  std::string on_window_end = "finish";  // finish | requeue (cancel at window end, run again)
   std::string actor, created_at;
 };
 
@@ -243,6 +243,7 @@ struct RegressionRecord {
   int64_t first_bad_run = 0;
   std::optional<double> before, after, p;
   int config_version = 0;
+  std::string resolved_at, resolved_by, resolution;  // "" while open
 };
 
 struct StabilityRow {
@@ -282,7 +283,7 @@ struct StoreSnapshot {
   int64_t agents_connected = 0;
   struct Regressions {
     std::string workload, metric, kind;
-    int64_t current_config = 0;  // recorded against the workload's current config
+    int64_t current_config = 0;  // open (unresolved), against the workload's current config
     int64_t total = 0;
   };
   std::vector<Regressions> regressions;
@@ -373,6 +374,10 @@ class Store {
   Result<WatchRow> CreateWatch(const std::string& workload, const std::string& schedule,
                                int repeats, const std::string& actor);
   Result<WatchRow> StopWatch(const std::string& workload, const std::string& actor);
+  // Closes a recorded regression (its alert stops) with what fixed it, as a 'resolved' entry in
+  // the tuning log. Refused when unknown, already resolved, or without a reason.
+  Result<RegressionRecord> ResolveRegression(int64_t id, const std::string& reason,
+                                             const std::string& actor);
 
   // Scheduler duties (run by the leader only). `window_starts`: {schedule id: start (Unix s) of
   // its open window}. Queues one check per active watch per window (never two while one is

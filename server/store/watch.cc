@@ -90,6 +90,30 @@ Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
       (known.empty() ? "there are none yet (tunectl schedule create …)" : "schedules: " + known));
 }
 
+const char* const kRegressionSelect =
+    "SELECT g.id, g.kind, g.metric, g.message, tunectl_ts(g.detected_at), g.first_bad_run, "
+    "g.before, g.after, g.p, c.version, COALESCE(tunectl_ts(g.resolved_at), ''), "
+    "COALESCE(g.resolved_by, ''), COALESCE(g.resolution, '') FROM regressions g JOIN "
+    "config_versions c ON c.id = g.config_id ";
+
+RegressionRecord RegressionFromRow(const pqxx::row& r) {
+  RegressionRecord x;
+  x.id = r[0].as<int64_t>();
+  x.kind = r[1].as<std::string>();
+  x.metric = r[2].as<std::string>();
+  x.message = r[3].as<std::string>();
+  x.detected_at = r[4].as<std::string>();
+  x.first_bad_run = r[5].as<int64_t>();
+  x.before = OptDouble(r[6]);
+  x.after = OptDouble(r[7]);
+  x.p = OptDouble(r[8]);
+  x.config_version = r[9].as<int>();
+  x.resolved_at = r[10].as<std::string>();
+  x.resolved_by = r[11].as<std::string>();
+  x.resolution = r[12].as<std::string>();
+  return x;
+}
+
 const char* const kWatchSelect =
     "SELECT wa.id, wl.name, s.name, wa.schedule_id, wa.repeats, wa.state, wa.actor, "
     "tunectl_ts(wa.created_at), (SELECT count(*) FROM baselines b WHERE b.watch_id = wa.id) "
@@ -235,23 +259,8 @@ Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload)
     s.metric = *primary;
     s.points = LoadSeries(w, *wl, s.metric.name);
     for (const auto& r : w.exec_params(
-             "SELECT g.id, g.kind, g.metric, g.message, tunectl_ts(g.detected_at), "
-             "g.first_bad_run, g.before, g.after, g.p, c.version FROM regressions g JOIN "
-             "config_versions c ON c.id = g.config_id WHERE g.workload_id = $1 ORDER BY g.id",
-             wl->id)) {
-      RegressionRecord x;
-      x.id = r[0].as<int64_t>();
-      x.kind = r[1].as<std::string>();
-      x.metric = r[2].as<std::string>();
-      x.message = r[3].as<std::string>();
-      x.detected_at = r[4].as<std::string>();
-      x.first_bad_run = r[5].as<int64_t>();
-      x.before = OptDouble(r[6]);
-      x.after = OptDouble(r[7]);
-      x.p = OptDouble(r[8]);
-      x.config_version = r[9].as<int>();
-      s.recorded.push_back(x);
-    }
+             std::string(kRegressionSelect) + "WHERE g.workload_id = $1 ORDER BY g.id", wl->id))
+      s.recorded.push_back(RegressionFromRow(r));
     for (const auto& r : w.exec_params(
              std::string(kStabilitySelect) + "AND b.workload_id = $1 ORDER BY b.id DESC LIMIT 20",
              wl->id))
@@ -262,6 +271,47 @@ Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload)
                                wl->id);
     if (!watch.empty()) s.watch = WatchFromRow(watch[0]);
     return s;
+  });
+}
+
+Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string& reason,
+                                                  const std::string& actor) {
+  return InTx<RegressionRecord>(pool_, [&](pqxx::work& w) -> Result<RegressionRecord> {
+    auto r = w.exec_params(std::string(kRegressionSelect) + "WHERE g.id = $1 FOR UPDATE OF g", id);
+    if (r.empty()) {
+      auto last = w.exec("SELECT max(id) FROM regressions")[0][0];
+      return Status::NotFound("regression " + std::to_string(id) + " not found" +
+                              (last.is_null()
+                                   ? "; none has been recorded"
+                                   : "; regressions are numbered 1.." + last.as<std::string>()));
+    }
+    RegressionRecord g = RegressionFromRow(r[0]);
+    if (!g.resolved_at.empty())
+      return Status::FailedPrecondition("regression " + std::to_string(id) + " was resolved at " +
+                                        g.resolved_at + " by " + g.resolved_by + ": " +
+                                        g.resolution);
+    if (reason.empty())
+      return Status::InvalidArgument(
+          "--reason: missing; say what fixed it, e.g. --reason \"node n3 replaced\"");
+    w.exec_params0(
+        "UPDATE regressions SET resolved_at = now(), resolved_by = $2, resolution = $3 WHERE id = "
+        "$1",
+        id, actor, reason);
+    const json entry = {{"kind", "resolved"},
+                        {"regression_id", id},
+                        {"metric", g.metric},
+                        {"first_bad_run", g.first_bad_run},
+                        {"config_version", g.config_version},
+                        {"change", "none (regression " + std::to_string(id) + " resolved)"},
+                        {"reason", reason},
+                        {"decision", "resolved"}};
+    w.exec_params0(
+        "INSERT INTO tuning_log(workload_id, kind, actor, entry) SELECT workload_id, 'resolved', "
+        "$2, $3::json FROM regressions WHERE id = $1",
+        id, actor, entry.dump());
+    Audit(w, actor, "regression.resolved", "regression", id, entry);
+    return RegressionFromRow(
+        w.exec_params(std::string(kRegressionSelect) + "WHERE g.id = $1", id)[0]);
   });
 }
 
@@ -405,7 +455,8 @@ Result<StoreSnapshot> Store::Snapshot() {
       s.experiments_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
     s.agents_connected = w.exec1("SELECT count(*) FROM agents WHERE connected")[0].as<int64_t>();
     for (const auto& r : w.exec(
-             "SELECT wl.name, g.metric, g.kind, count(*) FILTER (WHERE c.is_current), count(*) "
+             "SELECT wl.name, g.metric, g.kind, count(*) FILTER (WHERE c.is_current AND "
+             "g.resolved_at IS NULL), count(*) "
              "FROM regressions g JOIN workloads wl ON wl.id = g.workload_id JOIN config_versions "
              "c ON c.id = g.config_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"))
       s.regressions.push_back({r[0].as<std::string>(), r[1].as<std::string>(),

@@ -104,6 +104,26 @@ TEST(Watch, StabilityRunThatSlowsDownIsOneRegressionInTheLog) {
   auto snap = c.st().Snapshot();
   ASSERT_EQ(snap->regressions.size(), 1u);
   EXPECT_EQ(snap->regressions[0].current_config, 1);
+
+  // Resolving it stops the alert and is logged; bad requests change nothing.
+  const int64_t id = series->recorded[0].id;
+  EXPECT_THAT(c.st().ResolveRegression(id, "", "user:t").status().message(),
+              HasSubstr("--reason: missing"));
+  EXPECT_EQ(c.st().ResolveRegression(id + 5, "x", "user:t").status().code(),
+            Status::Code::kNotFound);
+  auto resolved = c.st().ResolveRegression(id, "node n3 replaced", "user:t");
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_EQ(resolved->resolution, "node n3 replaced");
+  EXPECT_EQ(resolved->resolved_by, "user:t");
+  EXPECT_FALSE(resolved->resolved_at.empty());
+  EXPECT_THAT(c.st().ResolveRegression(id, "again", "user:t").status().message(),
+              HasSubstr("was resolved at"));
+  EXPECT_EQ(c.st().Snapshot()->regressions[0].current_config, 0);
+  EXPECT_EQ(c.st().Snapshot()->regressions[0].total, 1);
+  auto log2 = c.st().ListLog("demo", "");
+  ASSERT_EQ(log2->size(), 2u);
+  EXPECT_EQ((*log2)[1].kind, "resolved");
+  EXPECT_THAT((*log2)[1].entry_json, HasSubstr("node n3 replaced"));
 }
 
 TEST(Watch, SteadyStabilityRunAndAFallingLossAreStable) {

@@ -47,9 +47,10 @@ class RegressE2E(unittest.TestCase):
         self.assertGreaterEqual(len(r["series"]), 10)
         self.assertGreaterEqual(sum(p["run_id"] in slow_ids for p in r["series"]), 6)
         first_slow = min(p["run_id"] for p in r["series"] if p["run_id"] in slow_ids)
-        self.assertEqual(len(r["change_points"]), 1, r["change_points"])
-        cp = r["change_points"][0]
-        self.assertTrue(cp["regression"])
+        # one regression (a later partial recovery on a busy machine may show as an improvement)
+        worse = [cp for cp in r["change_points"] if cp["regression"]]
+        self.assertEqual(len(worse), 1, r["change_points"])
+        cp = worse[0]
         self.assertEqual(cp["first_run_id"], first_slow)
         self.assertLess(cp["after"], cp["before"] * 0.85)
         self.assertEqual(len([a for a in r["alerts"] if a.startswith("regression:")]), 1)
@@ -104,6 +105,18 @@ class RegressE2E(unittest.TestCase):
         _, metrics = c.http_get("/metrics")
         self.assertIn('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
                       'workload="demo"} 1\n', metrics)
+        # The node is fixed: resolving the regression stops its alert and is logged.
+        rid = [g["id"] for g in r["regressions"] if g["kind"] == "stability"][0]
+        p = c.cli("regress", "resolve", str(rid), check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--reason", p.stderr)  # what fixed it is required
+        out = c.cli("regress", "resolve", str(rid), "--reason", "slowdown file reset").stdout
+        self.assertIn("resolved: slowdown file reset", out)
+        _, metrics = c.http_get("/metrics")
+        self.assertIn('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
+                      'workload="demo"} 0\n', metrics)
+        self.assertEqual([e["reason"] for e in c.json("log") if e["kind"] == "resolved"],
+                         ["slowdown file reset"])
 
     def test_watch_queues_checks_in_an_open_window(self):
         c = self.c
