@@ -43,6 +43,7 @@ ojson BaselineJson(const v1::Baseline& b) {
   ojson j;
   j["id"] = b.id();
   j["workload"] = b.workload();
+  j["purpose"] = b.purpose();
   j["config_version"] = b.config_version();
   j["state"] = b.state();
   j["repeats"] = b.repeats();
@@ -102,7 +103,10 @@ Table BaselineSummaryTable(const v1::Baseline& b) {
 }
 
 std::string BaselineDetail(const v1::Baseline& b) {
-  std::string out = "Baseline " + std::to_string(b.id()) + "  workload " + b.workload() +
+  const std::string kind = b.purpose() == "check"       ? " (a periodic regression check)"
+                           : b.purpose() == "stability" ? " (a stability run)"
+                                                        : "";
+  std::string out = "Baseline " + std::to_string(b.id()) + kind + "  workload " + b.workload() +
                     "  config v" + std::to_string(b.config_version()) + "  " + b.state() + "\n";
   out += "runs:   " + std::to_string(b.runs_succeeded()) + " succeeded, " +
          std::to_string(b.runs_failed()) + " failed, " + std::to_string(b.runs_active()) +
@@ -157,6 +161,7 @@ ojson RunJson(const v1::Run& r) {
   j["workload"] = r.workload();
   j["experiment_id"] = r.experiment_id();
   j["arm"] = r.arm();
+  j["purpose"] = r.purpose();
   j["index"] = r.index();
   j["attempt"] = r.attempt();
   j["state"] = r.state();
@@ -186,16 +191,21 @@ ojson RunJson(const v1::Run& r) {
   return j;
 }
 
+std::string RunOwner(const v1::Run& x) {
+  if (x.experiment_id()) return "exp " + std::to_string(x.experiment_id()) + " " + x.arm();
+  if (!x.baseline_id()) return "-";
+  const std::string kind = x.purpose() == "check"       ? "check"
+                           : x.purpose() == "stability" ? "stability"
+                                                        : "baseline";
+  return kind + " " + std::to_string(x.baseline_id());
+}
+
 Table RunsTable(const v1::ListRunsResponse& r) {
   Table t{{"id", "for", "#", "attempt", "state", "agent", "samples", "detail"}, {}};
   for (const auto& x : r.runs()) {
     std::string detail = x.state() == "queued" ? x.wait_reason() : x.reason();
     if (detail.empty() && x.state() == "succeeded") detail = x.finished_at();
-    std::string owner = x.baseline_id() ? "baseline " + std::to_string(x.baseline_id())
-                        : x.experiment_id()
-                            ? "exp " + std::to_string(x.experiment_id()) + " " + x.arm()
-                            : "-";
-    t.rows.push_back({std::to_string(x.id()), owner, std::to_string(x.index()),
+    t.rows.push_back({std::to_string(x.id()), RunOwner(x), std::to_string(x.index()),
                       std::to_string(x.attempt()), x.state(), x.agent().empty() ? "-" : x.agent(),
                       std::to_string(x.samples()), detail});
   }
@@ -203,9 +213,9 @@ Table RunsTable(const v1::ListRunsResponse& r) {
 }
 
 std::string RunDetail(const v1::Run& r) {
-  std::string out = "Run " + std::to_string(r.id()) + "  workload " + r.workload() + "  baseline " +
-                    std::to_string(r.baseline_id()) + " #" + std::to_string(r.index()) +
-                    "  attempt " + std::to_string(r.attempt()) + "\n";
+  std::string out = "Run " + std::to_string(r.id()) + "  workload " + r.workload() + "  " +
+                    RunOwner(r) + " #" + std::to_string(r.index()) + "  attempt " +
+                    std::to_string(r.attempt()) + "\n";
   out += "state:   " + r.state();
   if (r.state() == "failed" || r.state() == "succeeded")
     out += r.signal() ? " (signal " + std::to_string(r.signal()) + ")"

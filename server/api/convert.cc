@@ -31,6 +31,7 @@ void ToProto(const WorkloadRow& w, v1::Workload* out) {
 void ToProto(const BaselineRow& b, v1::Baseline* out) {
   out->set_id(b.id);
   out->set_workload(b.workload);
+  out->set_purpose(b.purpose);
   out->set_config_version(b.config_version);
   out->set_state(b.state);
   out->set_repeats(b.repeats);
@@ -65,6 +66,7 @@ void ToProto(const RunRow& r, v1::Run* out) {
   out->set_index(r.idx);
   out->set_experiment_id(r.experiment_id);
   out->set_arm(r.arm);
+  out->set_purpose(r.purpose);
   out->set_attempt(r.attempt);
   out->set_state(r.state);
   out->set_agent(r.agent);

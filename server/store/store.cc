@@ -229,7 +229,8 @@ const char* const kRunSelect =
     "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
     "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
     "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, ''), "
-    "COALESCE(r.schedule_id, 0) "
+    "COALESCE(r.schedule_id, 0), COALESCE((SELECT b.purpose FROM baselines b WHERE b.id = "
+    "r.baseline_id), '') "
     "FROM runs r JOIN workloads w ON w.id = r.workload_id "
     "LEFT JOIN agents a ON a.id = r.agent_id ";
 
@@ -255,6 +256,7 @@ RunRow RunFromRow(const pqxx::row& r) {
   x.experiment_id = r[17].as<int64_t>();
   x.arm = r[18].as<std::string>();
   x.schedule_id = r[19].as<int64_t>();
+  x.purpose = r[20].as<std::string>();
   return x;
 }
 
@@ -408,7 +410,7 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
         "('failed','cancelled','lost')), "
         "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
         " AND r.state IN "
-        "('queued','assigned','running')) "
+        "('queued','assigned','running')), b.purpose "
         "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
         "JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1",
         id);
@@ -430,6 +432,7 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     if (spec.ok()) b.spec = *spec;
     b.created_at = r[0][7].as<std::string>();
     b.finished_at = r[0][8].as<std::string>();
+    b.purpose = r[0][12].as<std::string>();
     b.runs_succeeded = r[0][9].as<int>();
     b.runs_failed = r[0][10].as<int>();
     b.runs_active = r[0][11].as<int>();

@@ -46,6 +46,7 @@ struct MetricSummaryRow {
 struct BaselineRow {
   int64_t id = 0;
   std::string workload;
+  std::string purpose = "baseline";  // baseline | check (a periodic check) | stability
   int config_version = 0;
   ParamValues params;
   int repeats = 0;
@@ -71,6 +72,7 @@ struct RunRow {
   int64_t experiment_id = 0;
   std::string arm;
   int64_t schedule_id = 0;  // runs only inside this schedule's windows (0 = any time)
+  std::string purpose;      // of its baseline: baseline | check | stability ("" = experiment)
   std::string workload;
   int idx = 0;
   int attempt = 0;

@@ -194,5 +194,44 @@ TEST(ScheduleViews, TableShowsThePolicyAndTheAgentCap) {
   EXPECT_EQ(t.rows[0][4], "4");
 }
 
+TEST(RunViews, OwnerNamesTheKindOfMeasurement) {
+  v1::ListRunsResponse r;
+  auto* a = r.add_runs();
+  a->set_baseline_id(7);
+  a->set_purpose("check");
+  auto* b = r.add_runs();
+  b->set_experiment_id(3);
+  b->set_arm("variant");
+  auto* c = r.add_runs();
+  c->set_baseline_id(9);
+  c->set_purpose("stability");
+  auto t = RunsTable(r);
+  EXPECT_EQ(t.rows[0][1], "check 7");
+  EXPECT_EQ(t.rows[1][1], "exp 3 variant");
+  EXPECT_EQ(t.rows[2][1], "stability 9");
+  EXPECT_THAT(RunDetail(*b), HasSubstr("exp 3 variant #0"));  // not "baseline 0"
+}
+
+TEST(RegressViews, ResolvedRegressionsSayWhatFixedThem) {
+  v1::Regression r;
+  auto* g = r.add_recorded();
+  g->set_id(4);
+  g->set_kind("stability");
+  g->set_resolved_at("2026-12-02T10:00:00.000Z");
+  g->set_resolved_by("ana");
+  g->set_resolution("node n3 replaced");
+  auto* open = r.add_recorded();
+  open->set_id(5);
+  open->set_kind("change_point");
+  const std::string text = RegressionDetail(r);
+  EXPECT_THAT(text, HasSubstr("resolved: node n3 replaced"));
+  EXPECT_THAT(text, HasSubstr("OPEN"));
+  auto j = RegressionJson(r);
+  EXPECT_EQ(j["regressions"][0]["state"], "resolved");
+  EXPECT_EQ(j["regressions"][0]["resolved_by"], "ana");
+  EXPECT_TRUE(j["regressions"][0]["before"].is_null());  // stability: no levels
+  EXPECT_EQ(j["regressions"][1]["state"], "open");
+}
+
 }  // namespace
 }  // namespace tunectl
