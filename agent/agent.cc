@@ -2,6 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "sys/files.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
@@ -17,14 +21,18 @@ class Agent::Stream {
 };
 
 Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log)
-    : opts_(std::move(opts)), launcher_(launcher), log_(std::move(log)) {}
+    : opts_(std::move(opts)), launcher_(launcher), log_(std::move(log)) {
+  LoadSpool();
+}
 
 Agent::~Agent() {
   Stop();
+  shutting_down_ = true;
   std::map<int64_t, Active> runs;
   {
     std::lock_guard<std::mutex> g(mu_);
-    for (auto& [_, r] : runs_) r.cancel->store(true);
+    for (auto& [_, r] : runs_)
+      if (r.cancel) r.cancel->store(true);
     runs.swap(runs_);
   }
   for (auto& [_, r] : runs)
@@ -120,8 +128,58 @@ void Agent::Send(const v1::AgentMessage& m) {
   if (stream_) stream_->rw->Write(m);
 }
 
+std::string Agent::SpoolPath(const Pending& p) const {
+  return opts_.spool_dir + "/" + std::to_string(p.run_id) + "-" + std::to_string(p.attempt) + "-" +
+         std::to_string(p.seq) + ".msg";
+}
+
+void Agent::LoadSpool() {
+  if (opts_.spool_dir.empty()) return;
+  if (auto st = MakeDirs(opts_.spool_dir); !st.ok()) {
+    log_(LogLevel::kWarn, "spool " + opts_.spool_dir + ": " + st.message() + "; memory only");
+    opts_.spool_dir.clear();
+    return;
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(opts_.spool_dir, ec)) {
+    if (e.path().extension() != ".msg") continue;
+    auto bytes = ReadFile(e.path().string());
+    Pending p;
+    if (!bytes.ok() || !p.msg.ParseFromString(*bytes)) {
+      log_(LogLevel::kWarn, "spool: cannot read " + e.path().string() + "; skipped");
+      continue;
+    }
+    if (p.msg.has_metric_batch()) {
+      p.run_id = p.msg.metric_batch().run_id();
+      p.attempt = p.msg.metric_batch().attempt();
+      p.seq = p.msg.metric_batch().seq();
+    } else if (p.msg.has_run_finished()) {
+      p.run_id = p.msg.run_finished().run_id();
+      p.attempt = p.msg.run_finished().attempt();
+      p.seq = p.msg.run_finished().seq();
+      // Reported as active in Hello, so the server waits for this result instead of requeueing.
+      Active r;
+      r.attempt = p.attempt;
+      runs_.emplace(p.run_id, std::move(r));
+    } else {
+      continue;
+    }
+    outbox_.push_back(std::move(p));
+  }
+  std::sort(outbox_.begin(), outbox_.end(), [](const Pending& a, const Pending& b) {
+    return std::tie(a.run_id, a.attempt, a.seq) < std::tie(b.run_id, b.attempt, b.seq);
+  });
+  if (!outbox_.empty())
+    log_(LogLevel::kInfo, "spool: " + std::to_string(outbox_.size()) +
+                              " unacked message(s) of an earlier run of this agent to resend");
+}
+
 void Agent::SendReliable(Pending p) {
   std::lock_guard<std::mutex> g(mu_);
+  if (!opts_.spool_dir.empty()) {
+    if (auto st = WriteFileAtomic(SpoolPath(p), p.msg.SerializeAsString()); !st.ok())
+      log_(LogLevel::kWarn, "spool: " + st.message() + "; this message is kept in memory only");
+  }
   if (stream_) stream_->rw->Write(p.msg);
   outbox_.push_back(std::move(p));
 }
@@ -131,6 +189,7 @@ void Agent::OnAck(const v1::Ack& a) {
   for (auto it = outbox_.begin(); it != outbox_.end(); ++it) {
     if (it->run_id == a.run_id() && it->attempt == a.attempt() && it->seq == a.seq()) {
       const bool finished = it->msg.has_run_finished();
+      if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(*it));
       outbox_.erase(it);
       if (finished) {
         auto r = runs_.find(a.run_id());
@@ -177,7 +236,10 @@ void Agent::StartRun(const v1::Assign& a) {
 void Agent::CancelRun(const v1::Cancel& c) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = runs_.find(c.run_id());
-  if (it != runs_.end() && it->second.attempt == c.attempt()) it->second.cancel->store(true);
+  if (it != runs_.end() && it->second.attempt == c.attempt() && it->second.cancel) {
+    it->second.server_cancelled = true;
+    it->second.cancel->store(true);
+  }
 }
 
 bool Agent::Busy() {
@@ -222,6 +284,24 @@ void Agent::OnFinished(const v1::RunFinished& m) {
                                         : "exit " + std::to_string(m.exit_code())) +
                             (m.reason().empty() ? "" : " (" + m.reason() + ")") + ", " +
                             std::to_string(m.batches()) + " batches");
+  if (shutting_down_) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = runs_.find(m.run_id());
+    const bool asked = it != runs_.end() && it->second.server_cancelled;
+    if (m.reason() == "cancelled" && !asked) {
+      // Killed by this agent's own shutdown: not a result. Drop what is spooled for it; the
+      // server requeues the run when it learns the agent no longer runs it.
+      for (auto o = outbox_.begin(); o != outbox_.end();) {
+        if (o->run_id == m.run_id() && o->attempt == m.attempt()) {
+          if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(*o));
+          o = outbox_.erase(o);
+        } else {
+          ++o;
+        }
+      }
+      return;
+    }
+  }
   Pending p{m.run_id(), m.attempt(), m.seq(), {}};
   *p.msg.mutable_run_finished() = m;
   SendReliable(std::move(p));

@@ -1,7 +1,10 @@
 // The node agent's session loop: keeps one AgentService.Session stream to the server, reconnects
 // with exponential backoff, runs assignments on their own threads (Executor), and keeps every
 // MetricBatch and RunFinished in an outbox until the server acks it; on reconnect the outbox is
-// resent, so nothing is lost when the server restarts. Run() blocks; Stop() is thread-safe.
+// resent, so nothing is lost when the server restarts. With a spool directory the outbox is also
+// on disk, so results of runs that finished while the server was unreachable survive an agent
+// restart too (runs killed by the agent's own shutdown are not reported: the server requeues
+// them). Run() blocks; Stop() is thread-safe.
 #pragma once
 
 #include <atomic>
@@ -30,6 +33,7 @@ struct AgentOptions {
   int backoff_initial_ms = 250;  // reconnect backoff, doubling …
   int backoff_max_ms = 5000;     // … up to this
   std::string idle_probe;        // shell command; exit 0 = node free of production work
+  std::string spool_dir;         // unacked messages on disk ("" = in memory only)
 };
 
 class Agent : private RunSink {
@@ -45,6 +49,7 @@ class Agent : private RunSink {
     std::shared_ptr<std::atomic<bool>> cancel;
     int attempt = 0;
     bool done = false;
+    bool server_cancelled = false;  // a Cancel from the server, not the agent's shutdown
   };
   struct Pending {
     int64_t run_id = 0;
@@ -62,6 +67,8 @@ class Agent : private RunSink {
   void CancelRun(const v1::Cancel& c);
   void ReapFinished();
   void HeartbeatLoop();
+  void LoadSpool();  // unacked messages of an earlier agent process back into the outbox
+  std::string SpoolPath(const Pending& p) const;
   bool Busy();  // runs the idle probe (false when there is none)
 
   void OnStarted(const v1::RunStarted& m) override;
@@ -72,6 +79,7 @@ class Agent : private RunSink {
   ProcessLauncher* launcher_;
   LogFn log_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> shutting_down_{false};
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

@@ -107,9 +107,8 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   };
 
   const auto started_at = Clock::now();
-  const auto deadline = a.timeout_ms() > 0
-                            ? started_at + std::chrono::milliseconds(a.timeout_ms())
-                            : Clock::time_point::max();
+  const auto deadline = a.timeout_ms() > 0 ? started_at + std::chrono::milliseconds(a.timeout_ms())
+                                           : Clock::time_point::max();
   const auto duration_end = a.duration_ms() > 0
                                 ? started_at + std::chrono::milliseconds(a.duration_ms())
                                 : Clock::time_point::max();

@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   app.add_option("--idle-probe", opts.idle_probe,
                  "shell command that exits 0 when the node is free of production work; while it "
                  "fails, no runs start here");
+  std::string spool = "default";
+  app.add_option("--spool-dir", spool,
+                 "unacked results are kept here until the server acks them, across agent "
+                 "restarts (default <runs-dir>/.spool; \"\" = memory only)");
   CLI11_PARSE(app, argc, argv);
 
   for (const auto& l : labels) {
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
         geteuid() == 0 || !home ? "/var/lib/tunectl" : std::string(home) + "/.local/share/tunectl";
     opts.executor.runs_dir = base + "/agent-" + opts.name + "/runs";
   }
+  opts.spool_dir = spool == "default" ? opts.executor.runs_dir + "/.spool" : spool;
 
   tunectl::TerminationSignals signals;
 

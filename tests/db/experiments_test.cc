@@ -286,5 +286,26 @@ TEST(Experiments, ClearEffectStopsBeforeTheCap) {
   EXPECT_EQ(e->runs_total, 8);
 }
 
+TEST(Experiments, AfterAFreezeTheWatchedSeriesIsTheNewConfigsRuns) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  RunAll(st, l.agent, 100, 200);
+  ASSERT_TRUE(st.FreezeExperiment(*id, false, "", "user:b").ok());
+  auto s = st.GetRegressionSeries("demo");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->config_version, 2);
+  ASSERT_EQ(s->points.size(), 3u);  // the variant runs it was frozen from, not v1's runs
+  for (const auto& p : s->points) {
+    EXPECT_EQ(st.GetRun(p.run_id)->arm, "variant");
+    EXPECT_NEAR(p.value, 200, 1);
+  }
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:c").ok());  // v2 measured again later
+  RunAll(st, l.agent, 200, 200);
+  EXPECT_EQ(st.GetRegressionSeries("demo")->points.size(), 5u);
+}
+
 }  // namespace
 }  // namespace tunectl

@@ -1,6 +1,7 @@
 """End to end: server (embedded PostgreSQL) + agent + CLI, `workload apply`, `baseline create`."""
 import json
 import os
+import signal
 import subprocess
 import time
 import unittest
@@ -193,6 +194,35 @@ class BaselineE2E(unittest.TestCase):
         for rid in in_flight:
             self.assertEqual(runs[rid]["attempt"], 1, runs[rid])
         self.assertIn("unacked messages resent", c.log("agent-node-1.log"))
+
+    def test_8_agent_restart_while_server_is_down_keeps_finished_results(self):
+        c = self.c
+        text = demo_variant("name: demo", "name: demo-spool")
+        text = demo_variant("steps:           {type: int, default: 60",
+                            "steps:           {type: int, default: 200", text)
+        c.cli("workload", "apply", "-f", c.write("spool.yaml", text))
+        bid = int(c.cli("baseline", "create", "--workload", "demo-spool", "--repeats", "1").stdout)
+        c.wait_for(lambda: c.json("run", "list", "--baseline", str(bid))[0]["state"] == "running",
+                   what="the run to start")
+        rid = c.json("run", "list", "--baseline", str(bid))[0]["id"]
+        c.stop_server()
+        # The job finishes while the server is down; then the agent itself is restarted.
+        c.wait_for(lambda: f"run {rid} finished" in c.log("agent-node-1.log"), timeout=60,
+                   what="the job to finish on the agent")
+        agent = c.agents["node-1"]
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=60)
+        spool = os.path.join(c.runs_dir("node-1"), ".spool")
+        self.assertTrue(os.listdir(spool), "the unacked results are on disk")
+        c.start_server()
+        c.start_agent("node-1", labels=("pool=cpu", "gpu=none"), slots=2)
+        c.wait_for(lambda: c.json("baseline", "show", str(bid))["state"] != "running",
+                   timeout=120, what="the baseline to finish from the spool")
+        self.assertEqual(c.json("baseline", "show", str(bid))["state"], "completed")
+        run = c.json("run", "list", "--baseline", str(bid))[0]
+        self.assertEqual(run["attempt"], 1)  # delivered, not re-run
+        self.assert_no_loss_no_duplicates(bid)
+        c.wait_for(lambda: not os.listdir(spool), timeout=10, what="the spool to empty once acked")
 
 
 if __name__ == "__main__":
