@@ -192,7 +192,11 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
   const std::string state = r[0][0].as<std::string>();
   const std::string purpose = r[0][3].as<std::string>();
   // One watcher per workload at a time: the series and the recorded regressions stay consistent.
-  w.exec_params("SELECT 1 FROM workloads WHERE name = $1 FOR UPDATE", r[0][1].as<std::string>());
+  // An advisory lock, not a row lock: a row lock would also block every insert referencing the
+  // workload (foreign-key checks) until this transaction ends.
+  w.exec_params("SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
+                "$1)::int)",
+                r[0][1].as<std::string>());
   auto wl = LoadWorkload(w, r[0][1].as<std::string>());
   if (!wl.ok()) return;
   const MetricSpec* primary = wl->spec.PrimaryMetric();
