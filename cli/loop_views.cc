@@ -456,9 +456,11 @@ ojson RegressionJson(const v1::Regression& r) {
                    {"p", c.p()},
                    {"regression", c.regression()}});
   j["change_points"] = cps;
+  const bool checked = r.latest_history() >= 3;
   j["latest"] = {{"regression", r.latest_regression()},
-                 {"level", r.latest_level()},
-                 {"bound", r.latest_bound()}};
+                 {"checked_against", r.latest_history()},
+                 {"level", checked ? ojson(r.latest_level()) : ojson(nullptr)},
+                 {"bound", checked ? ojson(r.latest_bound()) : ojson(nullptr)}};
   j["alerts"] = std::vector<std::string>(r.alerts().begin(), r.alerts().end());
   ojson rec = ojson::array();
   for (const auto& g : r.recorded()) rec.push_back(RecordedRegressionJson(g));
@@ -554,11 +556,18 @@ std::string RegressionDetail(const v1::Regression& r) {
                         FormatP(c.p()), c.regression() ? "REGRESSION" : "improvement"});
     out += "change points (E-divisive, p < 0.001, at least the minimum effect):\n" + RenderTable(t);
   }
-  if (r.points_size() >= 2)
-    out += "latest run " + std::to_string(r.points(r.points_size() - 1).run_id()) + ": " +
-           FormatNumber(r.points(r.points_size() - 1).value()) + " against level " +
-           FormatNumber(r.latest_level()) + " (regression bound " + FormatNumber(r.latest_bound()) +
-           "): " + (r.latest_regression() ? "REGRESSION" : "ok") + "\n";
+  if (r.points_size() >= 1) {
+    const auto& last = r.points(r.points_size() - 1);
+    out += "latest run " + std::to_string(last.run_id()) + ": " + FormatNumber(last.value());
+    if (r.latest_history() >= 3)
+      out += " against level " + FormatNumber(r.latest_level()) + " of " +
+             std::to_string(r.latest_history()) + " runs (regression bound " +
+             FormatNumber(r.latest_bound()) +
+             "): " + (r.latest_regression() ? "REGRESSION" : "ok") + "\n";
+    else
+      out += ": not checked yet (" + std::to_string(r.latest_history()) +
+             " runs since the last change; 3 needed)\n";
+  }
   for (const auto& a : r.alerts()) out += "ALERT: " + a + "\n";
   if (r.recorded_size() > 0) {
     Table t{{"id", "detected", "config", "kind", "metric", "first bad run", "state", "what"}, {}};

@@ -136,6 +136,7 @@ NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better
                         double min_effect, double alpha) {
   NewRunCheck c;
   const size_t n = history.size();
+  c.history = static_cast<int>(n);
   if (n < 3) return c;
   c.level = Mean(history, 0, n);
   double ss = 0;

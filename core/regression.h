@@ -37,6 +37,7 @@ struct NewRunCheck {
   bool regression = false;
   double level = 0;  // mean of the reference runs
   double bound = 0;  // the value past which a run counts as a regression
+  int history = 0;   // reference runs; under 3 nothing is checked (level and bound stay 0)
 };
 // `history`: summaries since the last change point (oldest first); `value`: the new run's. A
 // regression is past the one-sided bound and at least `min_effect` worse than the level (with a

@@ -424,6 +424,7 @@ grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
   resp->set_latest_regression(report.latest.regression);
   resp->set_latest_level(report.latest.level);
   resp->set_latest_bound(report.latest.bound);
+  resp->set_latest_history(report.latest.history);
   for (const auto& a : report.alerts) resp->add_alerts(a);
   for (const auto& g : s->recorded) ToProto(g, resp->add_recorded());
   for (const auto& st : s->stability) ToProto(st, resp->add_stability());

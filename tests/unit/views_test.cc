@@ -233,5 +233,20 @@ TEST(RegressViews, ResolvedRegressionsSayWhatFixedThem) {
   EXPECT_EQ(j["regressions"][1]["state"], "open");
 }
 
+TEST(RegressViews, TheNewestRunIsCheckedOnlyWithEnoughHistory) {
+  v1::Regression r;
+  auto* p = r.add_points();
+  p->set_run_id(5);
+  p->set_value(2402);
+  r.set_latest_history(2);
+  EXPECT_THAT(RegressionDetail(r), HasSubstr("not checked yet (2 runs since the last change"));
+  EXPECT_TRUE(RegressionJson(r)["latest"]["level"].is_null());
+  r.set_latest_history(8);
+  r.set_latest_level(2400);
+  r.set_latest_bound(2300);
+  EXPECT_THAT(RegressionDetail(r), HasSubstr("against level 2400 of 8 runs"));
+  EXPECT_EQ(RegressionJson(r)["latest"]["bound"], 2300);
+}
+
 }  // namespace
 }  // namespace tunectl
