@@ -819,7 +819,7 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
           s.detected_warmup, s.mad, s.lag1, warnings);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
-    WatchRun(w, run_id, names, analyses, actor);
+    WatchRun(w, run_id, names, analyses);
     if (baseline) MaybeCompleteBaseline(w, *baseline, actor);
     if (experiment) MaybeDecideExperiment(w, *experiment, actor);
     return true;

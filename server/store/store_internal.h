@@ -73,10 +73,11 @@ struct BaselineExtras {
 Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
                                  const std::string& actor, const BaselineExtras& x = {});
 // After a run's summaries are stored (the caller holds the run's row lock): records the
-// regressions the run confirms, each once, with its tuning-log entry and audit event. A
-// stability run is judged within itself (`analyses`, one per metric in `names`); any other
-// succeeded run of the current config extends the series that change-point detection watches.
+// regressions the run confirms, each once, with its tuning-log entry and audit event (actor
+// "watch"). A stability run is judged within itself (`analyses`, one per metric in `names`); any
+// other succeeded run of the current config extends the series that change-point detection
+// watches.
 void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
-              const std::vector<SteadyState>& analyses, const std::string& actor);
+              const std::vector<SteadyState>& analyses);
 
 }  // namespace tunectl::internal

@@ -181,8 +181,7 @@ int ExpectedRunSeconds(pqxx::work& w, const WorkloadRow& wl) {
 namespace internal {
 
 void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
-              const std::vector<SteadyState>& analyses, const std::string& actor) {
-  (void)actor;
+              const std::vector<SteadyState>& analyses) {
   auto r = w.exec_params(
       "SELECT r.state, wl.name, r.config_id, COALESCE(b.purpose, ''), r.reason, "
       "COALESCE(b.duration_s, 0) FROM runs r JOIN workloads wl ON wl.id = r.workload_id "
@@ -194,9 +193,10 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
   // One watcher per workload at a time: the series and the recorded regressions stay consistent.
   // An advisory lock, not a row lock: a row lock would also block every insert referencing the
   // workload (foreign-key checks) until this transaction ends.
-  w.exec_params("SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
-                "$1)::int)",
-                r[0][1].as<std::string>());
+  w.exec_params(
+      "SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
+      "$1)::int)",
+      r[0][1].as<std::string>());
   auto wl = LoadWorkload(w, r[0][1].as<std::string>());
   if (!wl.ok()) return;
   const MetricSpec* primary = wl->spec.PrimaryMetric();
@@ -207,7 +207,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
                              std::to_string(wl->config_version) + ": ";
     if (state == "failed") {
       Record(w, *wl, "stability", primary->name, run_id, std::nullopt, std::nullopt, std::nullopt,
-             what + "failed part-way (" + r[0][4].as<std::string>() + ")");
+             what + "failed (" + r[0][4].as<std::string>() + ")");
     } else if (state == "succeeded") {
       // One regression per run (one alert, one log entry), under the primary metric when it is
       // among the findings; the message names every metric that degraded.
