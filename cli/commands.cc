@@ -517,6 +517,10 @@ int RegressResolve(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto r = c.GetRegression(o.workload);
   if (!r.ok()) return Fail(err, r.status());
+  if (o.output == "csv") {
+    out << RenderCsv(RegressionSeriesTable(*r));
+    return 0;
+  }
   return ShowOne(*r, o, out, err, &RegressionJson, &RegressionDetail);
 }
 

@@ -472,6 +472,31 @@ ojson RegressionJson(const v1::Regression& r) {
   return j;
 }
 
+Table RegressionSeriesTable(const v1::Regression& r) {
+  Table t{{"run", "finished", r.metric(), "level", "change"}, {}};
+  std::map<int64_t, const v1::RegressionChange*> starts;
+  for (const auto& c : r.changes()) starts[c.first_run_id()] = &c;
+  double level = r.changes_size() > 0 ? r.changes(0).before() : 0;
+  if (r.changes_size() == 0 && r.points_size() > 0) {
+    for (const auto& p : r.points()) level += p.value();
+    level /= r.points_size();
+  }
+  for (const auto& p : r.points()) {
+    std::string change;
+    if (auto it = starts.find(p.run_id()); it != starts.end()) {
+      level = it->second->after();
+      change = it->second->regression() ? "regression" : "improvement";
+    }
+    auto exact = [](double v) {  // for spreadsheets and plots: all the digits that matter
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.10g", v);
+      return std::string(buf);
+    };
+    t.rows.push_back({std::to_string(p.run_id()), p.at(), exact(p.value()), exact(level), change});
+  }
+  return t;
+}
+
 ojson RecordedRegressionJson(const v1::RecordedRegression& g) {
   ojson x;
   x["id"] = g.id();

@@ -61,6 +61,9 @@ std::string BatchDetail(const v1::Batch& b);
 
 ojson RegressionJson(const v1::Regression& r);
 std::string RegressionDetail(const v1::Regression& r);
+// The series one row per run (for -o csv: plot it): run, finished, value, the level of its
+// segment between change points, and "regression"/"improvement" on the first run of a change.
+Table RegressionSeriesTable(const v1::Regression& r);
 ojson StabilityJson(const v1::StabilityRun& s);
 ojson RecordedRegressionJson(const v1::RecordedRegression& g);
 std::string StabilityDetail(const v1::StabilityRun& s);

@@ -248,5 +248,27 @@ TEST(RegressViews, TheNewestRunIsCheckedOnlyWithEnoughHistory) {
   EXPECT_EQ(RegressionJson(r)["latest"]["bound"], 2300);
 }
 
+TEST(RegressViews, SeriesTableMarksChangesAndLevels) {
+  v1::Regression r;
+  r.set_metric("samples_per_s");
+  for (int i = 1; i <= 4; ++i) {
+    auto* p = r.add_points();
+    p->set_run_id(i);
+    p->set_value(i <= 2 ? 100 : 80);
+  }
+  auto* c = r.add_changes();
+  c->set_first_run_id(3);
+  c->set_before(100);
+  c->set_after(80);
+  c->set_regression(true);
+  auto t = RegressionSeriesTable(r);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.headers[2], "samples_per_s");
+  EXPECT_EQ(t.rows[1][3], "100");
+  EXPECT_EQ(t.rows[1][4], "");
+  EXPECT_EQ(t.rows[2][3], "80");
+  EXPECT_EQ(t.rows[2][4], "regression");
+}
+
 }  // namespace
 }  // namespace tunectl
