@@ -399,5 +399,32 @@ TEST(SkipSteps, CheckpointStepsAreLeftOutOfTheRunSummary) {
   EXPECT_THAT(sps->warnings, HasSubstr("1 sample(s) at skipped steps"));
 }
 
+TEST(Scheduler, TwoServersOnOneDatabaseScheduleOnce) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  ASSERT_TRUE(c.st().CreateSchedule(Nightly(), "user:t").ok());
+  ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 1, "user:t").ok());
+  const int64_t monday_0130 = 1796603400 + 3600;
+  auto server = [&](LeaderLock* lock) {
+    DispatcherOptions o;
+    o.now_s = [=] { return monday_0130; };
+    o.try_lead = [lock] { return lock->Check(); };
+    return std::make_unique<Dispatcher>(&c.st(), o, [](LogLevel, const std::string&) {});
+  };
+  auto lock_a = std::make_unique<LeaderLock>(c.db->dsn());
+  LeaderLock lock_b(c.db->dsn());
+  auto a = server(lock_a.get());
+  auto b = server(&lock_b);
+  EXPECT_EQ(a->ScheduleOnce(), 1);  // a leads and queues tonight's check
+  EXPECT_EQ(b->ScheduleOnce(), 0);  // b does not lead
+  EXPECT_TRUE(a->leader());
+  EXPECT_FALSE(b->leader());
+  a.reset();
+  lock_a.reset();                   // server a goes away
+  EXPECT_EQ(b->ScheduleOnce(), 0);  // b takes over; tonight's check exists already
+  EXPECT_TRUE(b->leader());
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines WHERE purpose = 'check'"), "1");
+}
+
 }  // namespace
 }  // namespace tunectl
