@@ -333,17 +333,23 @@ Table LogTable(const v1::ListLogResponse& r) {
   Table t{{"experiment", "at", "workload", "change", "expected", "hypothesis", "primary", "effect",
            "95% ci", "others", "guardrails", "decision", "frozen", "by"},
           {}};
-  for (const auto& e : r.entries())
+  for (const auto& e : r.entries()) {
+    // Regression and resolution entries have no experiment: no CI, and an effect only when the
+    // levels before and after are known.
+    const bool decided = e.kind().empty() || e.kind() == "decided";
     t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "-", e.at(),
                       e.workload(), e.change(), e.expected().empty() ? "-" : e.expected(),
                       e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
-                      e.primary_metric(), FormatEffect(e.ratio()),
-                      FormatCi(e.ci_low(), e.ci_high()), e.others(),
+                      e.primary_metric().empty() ? "-" : e.primary_metric(),
+                      decided || e.ratio() > 0 ? FormatEffect(e.ratio()) : "-",
+                      decided ? FormatCi(e.ci_low(), e.ci_high()) : "-",
+                      e.others().empty() ? "-" : e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
-                      e.kind() != "decided" && !e.kind().empty() ? "-"
-                      : e.frozen().empty()                       ? "no"
-                                                                 : e.frozen(),
+                      !decided             ? "-"
+                      : e.frozen().empty() ? "no"
+                                           : e.frozen(),
                       e.actor()});
+  }
   return t;
 }
 

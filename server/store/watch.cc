@@ -51,24 +51,22 @@ void Record(pqxx::work& w, const WorkloadRow& wl, const std::string& kind,
       wl.id, wl.config_id, metric, kind, first_bad_run, before, after, p, message);
   if (ins.empty()) return;
   const int64_t id = ins[0][0].as<int64_t>();
-  json entry = {{"kind", "regression"},
-                {"regression_id", id},
-                {"detector", kind},
-                {"workload", wl.name},
-                {"config_version", wl.config_version},
-                {"change", "none (v" + std::to_string(wl.config_version) + " unchanged)"},
-                {"metric", metric},
-                {"first_bad_run", first_bad_run},
-                {"message", message},
-                {"decision", "regressed"}};
+  json entry = {
+      {"kind", "regression"},
+      {"regression_id", id},
+      {"detector", kind},
+      {"workload", wl.name},
+      {"config_version", wl.config_version},
+      {"change", "none (v" + std::to_string(wl.config_version) + " unchanged): " + message},
+      {"metric", metric},
+      {"first_bad_run", first_bad_run},
+      {"message", message},
+      {"decision", "regressed"}};
   if (before && after && *before != 0) {
     entry["before"] = *before;
     entry["after"] = *after;
-    entry["primary"] = {{"metric", metric},
-                        {"ratio", *after / *before},
-                        {"ci_low", *after / *before},
-                        {"ci_high", *after / *before},
-                        {"p_value", p.value_or(1.0)}};
+    entry["primary"] = {
+        {"metric", metric}, {"ratio", *after / *before}, {"p_value", p.value_or(1.0)}};
   } else {
     entry["primary"] = {{"metric", metric}};
   }
@@ -306,7 +304,7 @@ Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string&
                         {"metric", g.metric},
                         {"first_bad_run", g.first_bad_run},
                         {"config_version", g.config_version},
-                        {"change", "none (regression " + std::to_string(id) + " resolved)"},
+                        {"change", "regression " + std::to_string(id) + " resolved: " + reason},
                         {"reason", reason},
                         {"decision", "resolved"}};
     w.exec_params0(

@@ -270,5 +270,27 @@ TEST(RegressViews, SeriesTableMarksChangesAndLevels) {
   EXPECT_EQ(t.rows[2][4], "regression");
 }
 
+TEST(LogViews, RegressionAndResolvedEntriesShowNoConfidenceInterval) {
+  v1::ListLogResponse r;
+  auto* g = r.add_entries();
+  g->set_kind("regression");
+  g->set_change("none (v2 unchanged): samples_per_s went from 2400 to 1850");
+  g->set_primary_metric("samples_per_s");
+  g->set_ratio(1850.0 / 2400);
+  g->set_decision("regressed");
+  auto* s = r.add_entries();
+  s->set_kind("resolved");
+  s->set_change("regression 1 resolved: node n3 replaced");
+  s->set_decision("resolved");
+  auto t = LogTable(r);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][0], "-");   // no experiment
+  EXPECT_NE(t.rows[0][7], "-");   // the effect: after / before
+  EXPECT_EQ(t.rows[0][8], "-");   // no CI
+  EXPECT_EQ(t.rows[1][7], "-");   // a resolution has no effect
+  EXPECT_EQ(t.rows[1][12], "-");  // nor a freeze
+  EXPECT_EQ(t.rows[1][3], "regression 1 resolved: node n3 replaced");
+}
+
 }  // namespace
 }  // namespace tunectl
