@@ -77,6 +77,11 @@ class GrpcClient : public Client {
     r.set_workload(workload);
     return Call<v1::ListExperimentsResponse>(&v1::TuningService::Stub::ListExperiments, r);
   }
+  Result<v1::Baseline> CancelBaseline(int64_t id) override {
+    v1::CancelBaselineRequest r;
+    r.set_id(id);
+    return Call<v1::Baseline>(&v1::TuningService::Stub::CancelBaseline, r);
+  }
   Result<v1::Experiment> CancelExperiment(int64_t id) override {
     v1::CancelExperimentRequest r;
     r.set_id(id);

@@ -30,6 +30,7 @@ class Client {
   virtual Result<v1::Experiment> GetExperiment(int64_t id) = 0;
   virtual Result<v1::ListExperimentsResponse> ListExperiments(const std::string& workload) = 0;
   virtual Result<v1::Experiment> CancelExperiment(int64_t id) = 0;
+  virtual Result<v1::Baseline> CancelBaseline(int64_t id) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
   virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;

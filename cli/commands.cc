@@ -320,6 +320,16 @@ int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   return Emit(o, out, err, *r, &ExperimentsTable, r->experiments(), &ExperimentJson);
 }
 
+int BaselineCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  auto b = c.CancelBaseline(o.id);
+  if (!b.ok()) return Fail(err, b.status());
+  err << "baseline " << b->id() << " cancelled; " << b->runs_active()
+      << " running run(s) are being stopped\n";
+  if (o.output == "json") out << BaselineJson(*b).dump(2) << "\n";
+  return 0;
+}
+
 int ExperimentCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto e = c.CancelExperiment(o.id);
   if (!e.ok()) return Fail(err, e.status());
@@ -546,6 +556,10 @@ const std::vector<Command>& Commands() {
        &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
       {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
+      {"baseline", "cancel",
+       "stop a baseline, a periodic check or a stability run (queued runs cancelled, running ones "
+       "stopped)",
+       &BaselineCancel},
       {"run", "list", "list runs, with why queued runs wait", &RunList},
       {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
       {"agent", "list", "list agents and their slots", &AgentList},

@@ -610,11 +610,11 @@ std::string RegressionDetail(const v1::Regression& r) {
     out += "recorded regressions (in the tuning log):\n" + RenderTable(t);
   }
   if (r.stability_size() > 0) {
-    Table t{{"run", "config", "duration", "state", "verdict", "finding"}, {}};
+    Table t{{"run", "baseline", "config", "duration", "state", "verdict", "finding"}, {}};
     for (const auto& s : r.stability())
-      t.rows.push_back({std::to_string(s.run_id()), "v" + std::to_string(s.config_version()),
-                        FormatDuration(s.duration_s()), s.state(), s.verdict(),
-                        s.message().empty() ? "-" : s.message()});
+      t.rows.push_back({std::to_string(s.run_id()), std::to_string(s.baseline_id()),
+                        "v" + std::to_string(s.config_version()), FormatDuration(s.duration_s()),
+                        s.state(), s.verdict(), s.message().empty() ? "-" : s.message()});
     out += "stability runs:\n" + RenderTable(t);
   }
   if (r.has_watch()) out += WatchLine(r.watch()) + "\n";

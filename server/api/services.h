@@ -25,6 +25,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                               v1::Baseline*) override;
   grpc::Status GetBaseline(grpc::ServerContext*, const v1::GetBaselineRequest*,
                            v1::Baseline*) override;
+  grpc::Status CancelBaseline(grpc::ServerContext*, const v1::CancelBaselineRequest*,
+                              v1::Baseline*) override;
   grpc::Status ListBaselines(grpc::ServerContext*, const v1::ListBaselinesRequest*,
                              v1::ListBaselinesResponse*) override;
   grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,

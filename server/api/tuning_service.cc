@@ -200,6 +200,16 @@ grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+grpc::Status TuningServiceImpl::CancelBaseline(grpc::ServerContext* ctx,
+                                               const v1::CancelBaselineRequest* req,
+                                               v1::Baseline* resp) {
+  auto b = store_->CancelBaseline(req->id(), Actor(ctx));
+  if (!b.ok()) return ToGrpc(b.status());
+  dispatcher_->Notify();
+  ToProto(*b, resp);
+  return grpc::Status::OK;
+}
+
 grpc::Status TuningServiceImpl::CancelExperiment(grpc::ServerContext* ctx,
                                                  const v1::CancelExperimentRequest* req,
                                                  v1::Experiment* resp) {

@@ -398,6 +398,32 @@ Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
   });
 }
 
+Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) {
+  auto done = InTx<bool>(pool_, [&](pqxx::work& w) -> Result<bool> {
+    auto st = w.exec_params("SELECT state, purpose FROM baselines WHERE id = $1 FOR UPDATE", id);
+    if (st.empty()) return Status::NotFound("baseline " + std::to_string(id) + " not found");
+    if (st[0][0].as<std::string>() != "running")
+      return Status::FailedPrecondition("baseline " + std::to_string(id) + " is " +
+                                        st[0][0].as<std::string>() +
+                                        "; only a running one can be cancelled");
+    w.exec_params0("UPDATE baselines SET state = 'cancelled', finished_at = now() WHERE id = $1",
+                   id);
+    w.exec_params0(
+        "UPDATE runs SET state = 'cancelled', finished_at = now(), reason = $2 WHERE baseline_id = "
+        "$1 AND state = 'queued'",
+        id, st[0][1].as<std::string>() + " cancelled");
+    w.exec_params0(
+        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE baseline_id = $1 AND "
+        "state IN ('assigned','running')",
+        id);
+    Audit(w, actor, "baseline.cancelled", "baseline", id,
+          {{"purpose", st[0][1].as<std::string>()}});
+    return true;
+  });
+  if (!done.ok()) return done.status();
+  return GetBaseline(id);
+}
+
 Result<BaselineRow> Store::GetBaseline(int64_t id) {
   return InTx<BaselineRow>(pool_, [&](pqxx::work& w) -> Result<BaselineRow> {
     auto r = w.exec_params(

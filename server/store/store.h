@@ -305,6 +305,9 @@ class Store {
   Result<int64_t> CreateBaseline(const std::string& workload, int repeats,
                                  const std::string& actor);
   Result<BaselineRow> GetBaseline(int64_t id);
+  // Stops a running baseline, periodic check or stability run: queued runs are cancelled,
+  // running ones are stopped by their agents (their results count as cancelled, not failed).
+  Result<BaselineRow> CancelBaseline(int64_t id, const std::string& actor);
   Result<std::vector<BaselineRow>> ListBaselines(const std::string& workload);
 
   // Runs

@@ -426,5 +426,31 @@ TEST(Scheduler, TwoServersOnOneDatabaseScheduleOnce) {
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines WHERE purpose = 'check'"), "1");
 }
 
+TEST(Watch, CancellingAStabilityRunStopsItWithoutARegression) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  auto s = c.st().CreateStabilityRun("demo", 7200, "", "user:t");
+  ASSERT_TRUE(s.ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 10);
+  ASSERT_EQ(plans->size(), 1u);
+  ASSERT_TRUE(c.st().MarkRunStarted((*plans)[0].run_id, 1, c.agent).ok());
+  EXPECT_EQ(c.st().CancelBaseline(s->baseline_id + 7, "user:t").status().code(),
+            Status::Code::kNotFound);
+  auto b = c.st().CancelBaseline(s->baseline_id, "user:t");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->state, "cancelled");
+  EXPECT_EQ(b->purpose, "stability");
+  ASSERT_EQ(c.st().PendingCancels(c.agent)->size(), 1u);  // the agent is told to stop it
+  RunResult r;
+  r.reason = "cancelled";
+  r.signal = 15;
+  ASSERT_TRUE(c.st().FinishRun((*plans)[0].run_id, 1, r, "agent:n1").ok());
+  EXPECT_EQ(c.st().GetRun((*plans)[0].run_id)->state, "cancelled");
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "0");
+  EXPECT_EQ(c.st().GetBaseline(s->baseline_id)->state, "cancelled");
+  EXPECT_EQ(c.st().CancelBaseline(s->baseline_id, "user:t").status().code(),
+            Status::Code::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace tunectl
