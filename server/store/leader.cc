@@ -6,7 +6,16 @@ namespace tunectl {
 
 LeaderLock::LeaderLock(std::string dsn, int64_t key) : dsn_(std::move(dsn)), key_(key) {}
 
-LeaderLock::~LeaderLock() = default;  // closing the connection releases the lock
+LeaderLock::~LeaderLock() {
+  // Closing the connection releases the lock too, but only once the backend has exited; unlock
+  // first so another server can take over at once.
+  if (!held_ || !conn_) return;
+  try {
+    pqxx::nontransaction n(*conn_);
+    n.exec_params("SELECT pg_advisory_unlock($1)", key_);
+  } catch (const std::exception&) {
+  }
+}
 
 bool LeaderLock::Check() {
   try {
