@@ -111,21 +111,28 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
   std::vector<size_t> cps = med.size() >= 8 ? Pelt(med) : std::vector<size_t>{};
   size_t start = cps.empty() ? 0 : cps.back() * w;
   if (!cps.empty()) {
-    // Segment means in the metric's own direction: is the last one worse than the one before?
-    const size_t prev_start = cps.size() >= 2 ? cps[cps.size() - 2] : 0;
-    double prev = 0, lastm = 0;
-    for (size_t i = prev_start; i < cps.back(); ++i) prev += med[i];
-    prev /= static_cast<double>(cps.back() - prev_start);
-    for (size_t i = cps.back(); i < med.size(); ++i) lastm += med[i];
-    lastm /= static_cast<double>(med.size() - cps.back());
-    const bool worse = better == Better::kHigher ? lastm < prev : lastm > prev;
-    // A short earlier segment is a transient (warm-up, a prefetch buffer draining) whichever
-    // way it went; a slowdown is a sustained level that then gets worse.
-    const bool sustained = 5 * (cps.back() - prev_start) >= med.size();
-    if (worse && sustained && std::fabs(lastm / prev - 1) > 0.02) {
+    // Segment means in the metric's own direction: is the last one worse than a sustained
+    // segment before it? A short earlier segment is a transient (warm-up, a prefetch buffer
+    // draining) whichever way it went; a slowdown is a sustained level that then gets worse —
+    // possibly through a short transition segment, so every earlier segment is compared.
+    auto mean = [&](size_t a, size_t b) {
+      double m = 0;
+      for (size_t i = a; i < b; ++i) m += med[i];
+      return m / static_cast<double>(b - a);
+    };
+    const double lastm = mean(cps.back(), med.size());
+    double worst_drop = 0;
+    for (size_t k = 0; k < cps.size(); ++k) {
+      const size_t a = k == 0 ? 0 : cps[k - 1], b = cps[k];
+      if (5 * (b - a) < med.size()) continue;  // not sustained
+      const double prev = mean(a, b);
+      const bool worse = better == Better::kHigher ? lastm < prev : lastm > prev;
+      if (worse && prev != 0) worst_drop = std::max(worst_drop, std::fabs(lastm / prev - 1));
+    }
+    if (worst_drop > 0.02) {
       s.slowdown = true;
-      s.warnings.push_back("slowdown: the last segment is " + Pct(std::fabs(lastm / prev - 1)) +
-                           " worse than the one before (throttling, memory creep?)");
+      s.warnings.push_back("slowdown: the last segment is " + Pct(worst_drop) +
+                           " worse than an earlier sustained one (throttling, memory creep?)");
     }
   }
   if (2 * (v.size() - start) < v.size()) {

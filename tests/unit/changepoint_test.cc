@@ -82,6 +82,18 @@ TEST(AnalyzeRun, SlowdownIsFlagged) {
   EXPECT_THAT(s.warnings[0], HasSubstr("slowdown"));
 }
 
+TEST(AnalyzeRun, SlowdownThroughATransitionIsFlagged) {
+  // 100 → a short step at 90 → 80: the last segment is compared with every sustained one before.
+  auto s =
+      AnalyzeRun(Series(
+                     160, [](int i) { return i < 60   ? 100.0
+                                             : i < 72 ? 90.0
+                                                      : 80.0; }, 0.005, 8),
+                 5, Better::kHigher);
+  EXPECT_TRUE(s.slowdown);
+  EXPECT_THAT(s.warnings[0], HasSubstr("worse than an earlier sustained one"));
+}
+
 TEST(AnalyzeRun, RunThatNeverSettlesHasNoSteadyState) {
   auto s = AnalyzeRun(Series(
                           150, [](int i) { return 100.0 - 0.3 * i; }, 0.005, 7),
