@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--http", opts.http,
                  "HTTP address HOST:PORT for /metrics and /healthz (\"\" = off, port 0 = any)")
       ->capture_default_str();
-  app.add_option("--http-port-file", opts.http_port_file,
-                 "write the bound HTTP port to this file");
+  app.add_option("--http-port-file", opts.http_port_file, "write the bound HTTP port to this file");
   app.add_option("--agent-timeout", opts.agent_timeout_s,
                  "seconds without heartbeat before an agent's runs are requeued")
       ->capture_default_str()

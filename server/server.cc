@@ -133,8 +133,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
           r.body = RenderPrometheus(ServerMetrics(*snap, dispatcher->leader()));
         } else {
           r.status = 503;
-          r.body = RenderPrometheus({{"tunectl_up", "1 while the server can read its database",
-                                      "gauge", {{{}, 0}}}});
+          r.body = RenderPrometheus(
+              {{"tunectl_up", "1 while the server can read its database", "gauge", {{{}, 0}}}});
         }
       } else {
         r.status = 404;

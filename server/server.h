@@ -15,7 +15,7 @@ struct ServerOptions {
   std::string db;                         // libpq DSN or URI; "" = embedded PostgreSQL
   std::string data_dir;                   // embedded PostgreSQL lives in <data_dir>/pg
   std::string pg_bin = "/usr/lib/postgresql/15/bin";
-  std::string port_file;  // if set, the bound port is written here
+  std::string port_file;                // if set, the bound port is written here
   std::string http = "127.0.0.1:7444";  // /metrics and /healthz; "" = off; port 0 = any free
   std::string http_port_file;           // if set, the bound HTTP port is written here
   int heartbeat_interval_ms = 2000;
@@ -29,8 +29,8 @@ class Server {
   virtual ~Server() = default;
   virtual int port() const = 0;
   virtual int http_port() const = 0;  // 0 when HTTP is off
-  virtual void Wait() = 0;      // until Shutdown
-  virtual void Shutdown() = 0;  // stops serving, the dispatcher and embedded PostgreSQL
+  virtual void Wait() = 0;            // until Shutdown
+  virtual void Shutdown() = 0;        // stops serving, the dispatcher and embedded PostgreSQL
 };
 
 // ~/.local/share/tunectl (or $XDG_DATA_HOME/tunectl); /var/lib/tunectl for root.

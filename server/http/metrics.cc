@@ -14,8 +14,8 @@ std::vector<PromFamily> ServerMetrics(const StoreSnapshot& s, bool leader) {
                  "gauge",
                  {{{}, static_cast<double>(s.agents_connected)}}});
   PromFamily runs{"tunectl_runs", "runs by state", "gauge", {}};
-  for (const char* st : {"queued", "assigned", "running", "succeeded", "failed", "cancelled",
-                         "lost"}) {
+  for (const char* st :
+       {"queued", "assigned", "running", "succeeded", "failed", "cancelled", "lost"}) {
     auto it = s.runs_by_state.find(st);
     runs.samples.push_back(
         {{{"state", st}}, it == s.runs_by_state.end() ? 0.0 : static_cast<double>(it->second)});
@@ -29,8 +29,8 @@ std::vector<PromFamily> ServerMetrics(const StoreSnapshot& s, bool leader) {
                     "confirmed regressions of the workload's current config (alert while > 0)",
                     "gauge",
                     {}};
-  PromFamily total{"tunectl_regressions_total", "confirmed regressions, every config", "counter",
-                   {}};
+  PromFamily total{
+      "tunectl_regressions_total", "confirmed regressions, every config", "counter", {}};
   for (const auto& r : s.regressions) {
     std::map<std::string, std::string> l = {
         {"workload", r.workload}, {"metric", r.metric}, {"kind", r.kind}};
