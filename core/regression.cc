@@ -158,6 +158,14 @@ NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better
   return c;
 }
 
+std::string DescribeChange(const std::string& metric, const ChangePoint& c,
+                           const std::string& first_label) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s went from %.4g to %.4g (%+.1f%%) starting with ",
+                metric.c_str(), c.before, c.after, (c.after / c.before - 1) * 100);
+  return buf + first_label;
+}
+
 RegressionReport AnalyzeRegression(const std::vector<double>& values,
                                    const std::vector<std::string>& labels,
                                    const MetricSpec& metric) {
@@ -175,12 +183,7 @@ RegressionReport AnalyzeRegression(const std::vector<double>& values,
   for (const auto& c : EDivisive(values, o)) {
     const bool worse = metric.better == Better::kHigher ? c.after < c.before : c.after > c.before;
     r.changes.push_back({c, worse});
-    if (worse) {
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
-      r.alerts.push_back("regression: " + metric.name + " went from " + num(c.before) + " to " +
-                         num(c.after) + " (" + pct + ") starting with " + label(c.index));
-    }
+    if (worse) r.alerts.push_back("regression: " + DescribeChange(metric.name, c, label(c.index)));
   }
   if (values.size() >= 2) {
     const size_t from = r.changes.empty() ? 0 : r.changes.back().point.index;

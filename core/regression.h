@@ -57,6 +57,11 @@ struct RegressionReport {
   NewRunCheck latest;
   std::vector<std::string> alerts;
 };
+// "samples_per_s went from 2400 to 1850 (-22.9%) starting with run 42": one change point in
+// words, shared by alerts and recorded regressions.
+std::string DescribeChange(const std::string& metric, const ChangePoint& c,
+                           const std::string& first_label);
+
 RegressionReport AnalyzeRegression(const std::vector<double>& values,
                                    const std::vector<std::string>& labels,
                                    const MetricSpec& metric);

@@ -265,11 +265,6 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   row.tz = req->tz().empty() ? "UTC" : req->tz();
   row.max_agents = req->max_agents();
   row.on_window_end = req->on_window_end().empty() ? "finish" : req->on_window_end();
-  if (row.on_window_end != "finish" && row.on_window_end != "requeue")
-    return ToGrpc(Status::InvalidArgument("--on-window-end: \"" + row.on_window_end +
-                                          "\" is not a policy; allowed: finish (running runs "
-                                          "complete), requeue (they are stopped and run again "
-                                          "in the next window)"));
   if (row.name.empty() || row.name.size() > 63)
     return ToGrpc(Status::InvalidArgument("schedule name: 1-63 characters, e.g. nightly"));
   if (req->max_agents() < 0)

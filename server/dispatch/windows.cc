@@ -11,6 +11,10 @@ Result<Schedule> BuildSchedule(const ScheduleRow& row) {
   Schedule s;
   s.name = row.name;
   s.max_agents = row.max_agents;
+  if (row.on_window_end != "finish" && row.on_window_end != "requeue")
+    return Status::InvalidArgument("--on-window-end: \"" + row.on_window_end +
+                                   "\" is not a policy; allowed: finish (running runs complete), "
+                                   "requeue (they are stopped and run again in the next window)");
   if (row.window.empty() == row.cron.empty())
     return Status::InvalidArgument("schedule " + row.name +
                                    ": give exactly one of --window or --cron");

@@ -13,7 +13,8 @@
 
 namespace tunectl {
 
-// Validates a schedule's window/cron/duration/tz as the user wrote them (errors name the flag).
+// Validates a schedule's window/cron/duration/tz and window-end policy as the user wrote them
+// (errors name the flag).
 Result<Schedule> BuildSchedule(const ScheduleRow& row);
 
 class ScheduleBook {

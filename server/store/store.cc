@@ -153,10 +153,8 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
   auto spec = ParseWorkloadSpec(b[0][1].as<std::string>());
   w.exec_params0("DELETE FROM baseline_summaries WHERE baseline_id = $1", baseline_id);
   json detail = {{"succeeded", succeeded}, {"runs", active[2].as<int>()}};
-  std::string primary;
-  if (spec.ok())
-    for (const auto& m : spec->metrics)
-      if (m.role == MetricRole::kPrimary) primary = m.name;
+  const MetricSpec* primary_metric = spec.ok() ? spec->PrimaryMetric() : nullptr;
+  const std::string primary = primary_metric ? primary_metric->name : "";
   if (spec.ok()) {
     for (const auto& m : spec->metrics) {
       auto rows = w.exec_params(

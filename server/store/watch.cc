@@ -1,6 +1,5 @@
 // Regression watch in the store: the current config's series, stability runs, periodic checks
 // (watches), the scheduler's window duties, and recording confirmed regressions.
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -33,12 +32,6 @@ std::vector<SeriesPoint> LoadSeries(pqxx::work& w, const WorkloadRow& wl, const 
 
 std::optional<double> OptDouble(const pqxx::field& f) {
   return f.is_null() ? std::nullopt : std::optional<double>(f.as<double>());
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
 }
 
 // Inserts the regression once; on the first insert also its tuning-log entry and audit event.
@@ -238,12 +231,11 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
     if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
       recorded.push_back(it->second);
   for (const ChangePoint& c : NewConfirmedRegressions(values, *primary, recorded)) {
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%+.1f%%", (c.after / c.before - 1) * 100);
-    Record(w, *wl, "change_point", primary->name, points[c.index].run_id, c.before, c.after, c.p,
-           primary->name + " of v" + std::to_string(wl->config_version) + " went from " +
-               Num(c.before) + " to " + Num(c.after) + " (" + pct + ") starting with run " +
-               std::to_string(points[c.index].run_id) + ", without a config change");
+    const int64_t first = points[c.index].run_id;
+    Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
+           "v" + std::to_string(wl->config_version) + ": " +
+               DescribeChange(primary->name, c, "run " + std::to_string(first)) +
+               ", without a config change");
   }
 }
 

@@ -97,6 +97,11 @@ class BatchE2E(unittest.TestCase):
         c.cli("schedule", "create", "minutely", "--cron", "* * * * *", "--duration", "25s",
               "--on-window-end", "requeue")
         self.assertIn("requeue", c.cli("schedule", "list").stdout)
+        bad = c.cli("schedule", "create", "y", "--cron", "* * * * *", "--duration", "25s",
+                    "--on-window-end", "kill", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn('--on-window-end: "kill" is not a policy; allowed: finish', bad.stderr)
+        self.assertNotIn("y", [s["name"] for s in c.json("schedule", "list")])
         b = json.loads(c.cli("batch", "create", "--workload", "demo", "--vary", "steps=2400",
                              "--schedule", "minutely",
                              "-o", "json").stdout)

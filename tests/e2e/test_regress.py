@@ -73,6 +73,7 @@ class RegressE2E(unittest.TestCase):
                       'workload="demo"} 1\n', metrics)
         self.assertIn("tunectl_scheduler_leader 1\n", metrics)
         self.assertEqual(c.http_get("/healthz"), (200, "ok\n"))
+        self.assertEqual(c.http_get("/nope")[0], 404)
 
     def test_stability_run_that_slows_down_is_a_regression(self):
         c = self.c

@@ -212,5 +212,13 @@ TEST(CheckStabilityRun, APrimaryMetricThatNeverSettlesOrNeverAppearsIsAFinding) 
   EXPECT_NE(missing[0].message.find("never reported"), std::string::npos);
 }
 
+TEST(DescribeChange, NamesLevelsChangeAndFirstRun) {
+  ChangePoint c;
+  c.before = 2400;
+  c.after = 1850;
+  EXPECT_EQ(DescribeChange("samples_per_s", c, "run 42"),
+            "samples_per_s went from 2400 to 1850 (-22.9%) starting with run 42");
+}
+
 }  // namespace
 }  // namespace tunectl
