@@ -44,7 +44,8 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   if (auto s = MakeDirs(run_dir); !s.ok()) return finish("launch_failed: " + s.message(), 127);
   for (const auto& f : a.files()) {
     const std::string path = run_dir + "/" + f.path();
-    MakeDirs(std::filesystem::path(path).parent_path().string());
+    if (auto s = MakeDirs(std::filesystem::path(path).parent_path().string()); !s.ok())
+      return finish("launch_failed: " + s.message(), 127);
     if (auto s = WriteFileAtomic(path, f.content()); !s.ok())
       return finish("launch_failed: " + s.message(), 127);
   }

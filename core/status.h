@@ -11,7 +11,7 @@
 
 namespace tunectl {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk,
@@ -47,9 +47,9 @@ class Status {
 
 const char* CodeName(Status::Code code);
 
-// Either a T or a non-ok Status.
+// Either a T or a non-ok Status. Result<void> is a Status that reads like the others.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
@@ -70,6 +70,18 @@ class Result {
 
  private:
   std::variant<T, Status> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Status status) : s_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return s_.ok(); }
+  const Status& status() const { return s_; }
+
+ private:
+  Status s_;
 };
 
 }  // namespace tunectl

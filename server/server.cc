@@ -44,7 +44,9 @@ class ServerImpl : public Server {
     leader_.reset();
     store_.reset();
     pool_.reset();
-    if (pg_) pg_->Stop();
+    if (pg_) {
+      if (auto st = pg_->Stop(); !st.ok() && log_) log_(LogLevel::kError, st.ToString());
+    }
   }
 
   std::unique_ptr<ProcessLauncher> launcher_;
@@ -57,6 +59,7 @@ class ServerImpl : public Server {
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HttpServer> http_;
+  LogFn log_;
   int port_ = 0;
   std::mutex mu_;
   bool down_ = false;
@@ -73,6 +76,7 @@ std::string DefaultDataDir() {
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn log) {
   auto s = std::make_unique<ServerImpl>();
+  s->log_ = log;
   s->launcher_ = NewPosixProcessLauncher();
   std::string dsn = opts.db;
   if (dsn.empty()) {

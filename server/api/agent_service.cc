@@ -63,7 +63,8 @@ grpc::Status AgentServiceImpl::Session(
   session->labels = labels;
   session->slots = h.slots();
   session->busy = h.busy();
-  store_->TouchAgent(*id, h.busy());
+  if (auto st = store_->TouchAgent(*id, h.busy()); !st.ok())
+    log_(LogLevel::kWarn, "agent " + h.name() + ": cannot record its heartbeat: " + st.ToString());
   v1::ServerMessage welcome;
   welcome.mutable_welcome()->set_agent_id(*id);
   welcome.mutable_welcome()->set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
@@ -132,7 +133,9 @@ grpc::Status AgentServiceImpl::Session(
   }
   session->Close();
   dispatcher_->Unregister(session.get());
-  store_->DisconnectAgent(*id, session_id);
+  if (auto st = store_->DisconnectAgent(*id, session_id); !st.ok())
+    log_(LogLevel::kWarn, "agent " + h.name() + ": cannot record the disconnect (it expires after "
+                          "--agent-timeout instead): " + st.ToString());
   log_(LogLevel::kInfo, "agent " + h.name() + " disconnected");
   return result;
 }

@@ -63,11 +63,17 @@ int Dispatcher::DispatchOnce() {
   int assigned = 0;
   std::string open = "{}";
   if (!sessions.empty()) {
-    if (auto rows = store_->ListSchedules(); rows.ok() && !rows->empty())
+    if (auto rows = store_->ListSchedules(); !rows.ok())
+      log_(LogLevel::kWarn, "dispatch: cannot read schedules (scheduled runs wait): " +
+                                rows.status().ToString());
+    else if (!rows->empty())
       open = schedules_.OpenWindowsJson(*rows, opts_.now_s());
   }
   for (auto& s : sessions) {
-    if (auto cancels = store_->PendingCancels(s->agent_id); cancels.ok()) {
+    if (auto cancels = store_->PendingCancels(s->agent_id); !cancels.ok()) {
+      log_(LogLevel::kWarn, "dispatch to " + s->name + ": cannot read pending cancels: " +
+                                cancels.status().ToString());
+    } else {
       for (const auto& c : *cancels) {
         v1::ServerMessage m;
         m.mutable_cancel()->set_run_id(c.run_id);
@@ -104,15 +110,24 @@ int Dispatcher::ScheduleOnce() {
   leader_ = !opts_.try_lead || opts_.try_lead();
   if (!leader_) return 0;
   auto rows = store_->ListSchedules();
-  if (!rows.ok() || rows->empty()) return 0;
+  if (!rows.ok()) {
+    log_(LogLevel::kWarn, "scheduler: cannot read schedules: " + rows.status().ToString());
+    return 0;
+  }
+  if (rows->empty()) return 0;
   std::map<int64_t, int64_t> starts;
   for (const auto& [id, w] : schedules_.OpenWindows(*rows, opts_.now_s())) starts[id] = w.start;
   int n = 0;
-  if (auto q = store_->QueueDueChecks(starts, "scheduler"); q.ok() && *q > 0) {
+  if (auto q = store_->QueueDueChecks(starts, "scheduler"); !q.ok()) {
+    log_(LogLevel::kWarn, "scheduler: cannot queue periodic checks: " + q.status().ToString());
+  } else if (*q > 0) {
     log_(LogLevel::kInfo, std::to_string(*q) + " periodic regression check(s) queued");
     n += *q;
   }
-  if (auto r = store_->RequeueAtWindowEnd(starts); r.ok() && *r > 0) {
+  if (auto r = store_->RequeueAtWindowEnd(starts); !r.ok()) {
+    log_(LogLevel::kWarn, "scheduler: cannot apply the window-end policy: " +
+                              r.status().ToString());
+  } else if (*r > 0) {
     log_(LogLevel::kInfo, std::to_string(*r) +
                               " run(s) stopped at the end of their window; they run again in the "
                               "next one");
@@ -134,7 +149,9 @@ void Dispatcher::Loop() {
     if (now - last_expire > std::chrono::seconds(1)) {
       last_expire = now;
       auto n = store_->ExpireAgents(opts_.agent_timeout_s);
-      if (n.ok() && *n > 0)
+      if (!n.ok())
+        log_(LogLevel::kWarn, "cannot expire silent agents: " + n.status().ToString());
+      else if (*n > 0)
         log_(LogLevel::kWarn, std::to_string(*n) + " run(s) of silent agents requeued or lost");
       const bool was = leader_;
       ScheduleOnce();

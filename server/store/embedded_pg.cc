@@ -81,7 +81,12 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   if (fs::exists(pg->pgdata_ + "/postmaster.pid")) {
     // We hold the data-dir lock, so this PostgreSQL was left by a server that died.
     progress("stopping PostgreSQL left running by a previous server");
-    pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-m", "fast", "-w", "-t", "60", "stop"});
+    auto stopped =
+        pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-m", "fast", "-w", "-t", "60", "stop"});
+    if (!stopped.ok()) return stopped.status();
+    if (!stopped->status.ok() && fs::exists(pg->pgdata_ + "/postmaster.pid"))
+      return Status::Internal("cannot stop the PostgreSQL left running in " + pg->pgdata_ + ": " +
+                              stopped->output);
   }
   progress("starting PostgreSQL (socket " + pg->sock_ + ")");
   auto r = pg->Pg({o.pg_bin + "/pg_ctl", "-D", pg->pgdata_, "-l", root + "/server.log", "-w", "-t",
@@ -120,7 +125,8 @@ Status EmbeddedPostgres::Stop() {
 }
 
 EmbeddedPostgres::~EmbeddedPostgres() {
-  Stop();
+  // Best effort: an owner that wants to know whether the stop worked calls Stop() first.
+  static_cast<void>(Stop());
 }
 
 }  // namespace tunectl

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
+#include <typeinfo>
 
 #include "core/changepoint.h"
 #include "core/template.h"
@@ -19,24 +20,42 @@ namespace tunectl::internal {
 
 using json = nlohmann::json;
 
-// Runs `f` in one transaction; commits when it returns ok. All libpqxx exceptions end here.
+// Runs `f` in one transaction; commits when it returns ok. A serialization failure or deadlock
+// is retried (the whole of `f`, up to kTxAttempts times), so `f` must only touch the database.
+// All libpqxx exceptions end here and become a Status once; anything else is Internal and says
+// what it was.
+constexpr int kTxAttempts = 3;
 template <typename T, typename F>
 Result<T> InTx(ConnectionPool* pool, F&& f) {
-  auto lease = pool->Acquire();
-  if (!lease.ok()) return lease.status();
-  try {
-    pqxx::work w(**lease);
-    Result<T> r = f(w);
-    if (r.ok()) w.commit();
-    return r;
-  } catch (const pqxx::broken_connection& e) {
-    return Status::Unavailable(std::string("database connection lost: ") + e.what());
-  } catch (const pqxx::foreign_key_violation& e) {
-    return Status::InvalidArgument(std::string("reference to an unknown entity: ") + e.what());
-  } catch (const pqxx::unique_violation& e) {
-    return Status::AlreadyExists(std::string("already exists: ") + e.what());
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string("database error: ") + e.what());
+  for (int attempt = 1;; ++attempt) {
+    auto lease = pool->Acquire();
+    if (!lease.ok()) return lease.status();
+    try {
+      pqxx::work w(**lease);
+      Result<T> r = f(w);
+      if (r.ok()) w.commit();
+      return r;
+    } catch (const pqxx::transaction_rollback& e) {
+      const bool retry = (dynamic_cast<const pqxx::serialization_failure*>(&e) ||
+                          dynamic_cast<const pqxx::deadlock_detected*>(&e)) &&
+                         attempt < kTxAttempts;
+      if (!retry)
+        return Status::Unavailable(std::string("database conflict, not retried further: ") +
+                                   e.what());
+    } catch (const pqxx::broken_connection& e) {
+      return Status::Unavailable(std::string("database connection lost: ") + e.what());
+    } catch (const pqxx::foreign_key_violation& e) {
+      return Status::InvalidArgument(std::string("reference to an unknown entity: ") + e.what());
+    } catch (const pqxx::unique_violation& e) {
+      return Status::AlreadyExists(std::string("already exists: ") + e.what());
+    } catch (const pqxx::failure& e) {
+      return Status::Internal(std::string("database error: ") + e.what());
+    } catch (const pqxx::pqxx_exception& e) {  // usage, conversion and range errors
+      return Status::Internal(std::string("database client error: ") + e.base().what());
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("internal error in the store (") + typeid(e).name() +
+                              "): " + e.what());
+    }
   }
 }
 
