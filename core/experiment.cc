@@ -405,6 +405,22 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
   return out;
 }
 
+int UsablePairs(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant) {
+  const MetricSpec* primary = spec.PrimaryMetric();
+  if (!primary) return 0;
+  auto values = [&](const ArmData& a) {
+    auto it = a.values.find(primary->name);
+    return it == a.values.end() ? 0 : static_cast<int>(it->second.size());
+  };
+  auto cp = control.pairs.find(primary->name), vp = variant.pairs.find(primary->name);
+  if (cp == control.pairs.end() || vp == variant.pairs.end())
+    return std::min(values(control), values(variant));
+  std::set<int> c(cp->second.begin(), cp->second.end());
+  int n = 0;
+  for (int pair : std::set<int>(vp->second.begin(), vp->second.end())) n += c.count(pair);
+  return n;
+}
+
 SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,
                                   const ArmData& variant,
                                   const std::optional<Expectation>& expectation,
@@ -422,7 +438,8 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
     step.stop = true;
   } else if (variant.failed_runs > 0) {
     step.stop = true;  // a crashing variant is answer enough
-  } else if (k >= design.min_pairs) {
+  } else if (k >= design.min_pairs &&
+             UsablePairs(spec, control, variant) >= design.min_usable_pairs) {
     step.stop = step.verdict.decision != "inconclusive";
   }
   return step;
@@ -465,6 +482,12 @@ Result<Change> ChangeFromJson(const std::string& text) {
   return c;
 }
 
+double Verdict::PrimaryP() const {
+  for (const auto& m : metrics)
+    if (m.metric == primary) return m.p_value;
+  return 1;
+}
+
 std::string VerdictToJson(const Verdict& v) {
   nlohmann::ordered_json j;
   j["decision"] = v.decision;
@@ -476,6 +499,11 @@ std::string VerdictToJson(const Verdict& v) {
   j["max_pairs"] = v.max_pairs;
   j["critical"] = v.critical;
   j["drift"] = v.drift;
+  if (!v.correction.empty()) {
+    j["correction"] = v.correction;
+    j["unadjusted_decision"] = v.unadjusted_decision;
+    if (v.adjusted_p) j["adjusted_p"] = *v.adjusted_p;
+  }
   auto& ms = j["metrics"] = nlohmann::ordered_json::array();
   for (const auto& m : v.metrics) {
     ms.push_back({{"metric", m.metric},
@@ -515,6 +543,10 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
   v.max_pairs = j.value("max_pairs", 0);
   v.critical = j.value("critical", 0.0);
   v.drift = j.value("drift", "");
+  v.correction = j.value("correction", "");
+  v.unadjusted_decision = j.value("unadjusted_decision", "");
+  if (j.contains("adjusted_p") && j["adjusted_p"].is_number())
+    v.adjusted_p = j["adjusted_p"].get<double>();
   for (const auto& m : j.value("metrics", nlohmann::json::array())) {
     MetricVerdict x;
     x.metric = m.value("metric", "");

@@ -76,6 +76,13 @@ struct Verdict {
   int max_pairs = 0;    // the run cap per arm
   double critical = 0;  // critical value used for the CIs (0 = t quantile)
   std::string drift;    // controls vs the recorded baseline, when they differ
+  // A batch member's decision is made across its batch (core/decisions.h): the method, the
+  // member's own decision before it and its adjusted p. Empty / nullopt outside a batch.
+  std::string correction;  // holm | bh
+  std::string unadjusted_decision;
+  std::optional<double> adjusted_p;
+  // The primary metric's p-value (1 when there is none).
+  double PrimaryP() const;
 };
 
 struct VerdictOptions {
@@ -98,6 +105,8 @@ struct SequentialStep {
   Verdict verdict;  // at this look (critical value = the boundary b_k)
 };
 struct SequentialOptions;
+// Pairs whose control and variant runs both have a compared value of the primary metric.
+int UsablePairs(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant);
 SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,
                                   const ArmData& variant,
                                   const std::optional<Expectation>& expectation,

@@ -2,7 +2,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
+#include "core/spec.h"
 #include "server/server.h"
 #include "sys/signals.h"
 
@@ -27,7 +29,21 @@ int main(int argc, char** argv) {
                  "seconds without heartbeat before an agent's runs are requeued")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600));
+  std::string clock_offset;
+  app.add_option("--clock-offset", clock_offset,
+                 "shift the server's clock, e.g. 6h or -90m (tests: reach a window without "
+                 "waiting); default 0");
   CLI11_PARSE(app, argc, argv);
+  if (!clock_offset.empty()) {
+    const bool negative = clock_offset[0] == '-';
+    auto ms = tunectl::ParseDurationMs(negative || clock_offset[0] == '+' ? clock_offset.substr(1)
+                                                                          : clock_offset);
+    if (!ms.ok()) {
+      std::fprintf(stderr, "error: --clock-offset: %s\n", ms.status().message().c_str());
+      return 2;
+    }
+    opts.clock_offset_ms = negative ? -*ms : *ms;
+  }
 
   tunectl::TerminationSignals signals;
 
@@ -40,8 +56,8 @@ int main(int argc, char** argv) {
     }
   };
   auto server = tunectl::Server::Start(opts, log);
-  if (!server.ok()) {
-    spdlog::error("{}", server.status().message());
+  if (!server.ok()) {  // on stderr: spdlog's default logger writes to stdout
+    std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
     return 1;
   }
   spdlog::info("tunectl-server listening on {} (port {}); /metrics and /healthz on HTTP port {}",

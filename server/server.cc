@@ -13,7 +13,9 @@
 #include "server/store/embedded_pg.h"
 #include "server/store/leader.h"
 #include "server/store/migrations.h"
+#include "server/store/pool.h"
 #include "server/store/store.h"
+#include "sys/clock.h"
 #include "sys/files.h"
 
 namespace tunectl {
@@ -51,6 +53,7 @@ class ServerImpl : public Server {
 
   std::unique_ptr<ProcessLauncher> launcher_;
   std::unique_ptr<EmbeddedPostgres> pg_;
+  std::unique_ptr<SystemClock> clock_;
   std::unique_ptr<ConnectionPool> pool_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<LeaderLock> leader_;
@@ -95,15 +98,21 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   auto applied = ApplyMigrations(*s->pool_, EmbeddedMigrations());
   if (!applied.ok()) return applied.status();
   if (*applied > 0) log(LogLevel::kInfo, "applied " + std::to_string(*applied) + " migration(s)");
-  s->store_ = std::make_unique<Store>(s->pool_.get());
+  s->clock_ = std::make_unique<SystemClock>(opts.clock_offset_ms);
+  if (opts.clock_offset_ms != 0)
+    log(LogLevel::kWarn, "clock offset " + std::to_string(opts.clock_offset_ms / 1000) +
+                             " s: every decision, record and window uses the shifted time");
+  s->store_ = std::make_unique<Store>(s->pool_.get(), s->clock_.get());
 
   DispatcherOptions dopts;
   dopts.interval_ms = opts.dispatch_interval_ms;
   dopts.agent_timeout_s = opts.agent_timeout_s;
+  dopts.clock = s->clock_.get();
   s->leader_ = std::make_unique<LeaderLock>(dsn);
   dopts.try_lead = [lock = s->leader_.get()] { return lock->Check(); };
   s->dispatcher_ = std::make_unique<Dispatcher>(s->store_.get(), dopts, log);
-  s->tuning_ = std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get());
+  s->tuning_ =
+      std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get(), s->clock_.get());
   AgentServiceOptions aopts;
   aopts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
   char host[256] = {0};

@@ -2,6 +2,7 @@
 // the gRPC services on one port. Start() returns once serving; Shutdown() is thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,9 @@ struct ServerOptions {
   int heartbeat_interval_ms = 2000;
   int agent_timeout_s = 15;  // silent agents' runs are requeued after this
   int dispatch_interval_ms = 500;
+  // Shifts the server's clock (every decision, record and schedule window) by this much; for
+  // tests that need tomorrow night's window now. 0 in production.
+  int64_t clock_offset_ms = 0;
 };
 
 class Server {

@@ -46,3 +46,19 @@ pg_ci_stop() {
   [ -f "$PG_CI_DATA/postmaster.pid" ] || return 0
   _pg_as "$PG_BIN/pg_ctl" -D "$PG_CI_DATA" -m fast -w -t 30 stop >/dev/null
 }
+
+# For test scripts: a fresh PostgreSQL in a new temp folder on a free port, removed again when the
+# calling script exits (this sets its EXIT trap), with TUNECTL_TEST_DSN exported for the db tests
+# and TUNECTL_REQUIRE_DB=1 (no database is a failure, not a skip).
+pg_ci_private_start() {
+  PG_CI_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/tunectl-test-pg.XXXXXX") || return 1
+  chmod 755 "$PG_CI_ROOT"
+  PG_CI_DATA=$PG_CI_ROOT/data PG_CI_SOCK=$PG_CI_ROOT/sock
+  PG_CI_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') || return 1
+  trap pg_ci_private_cleanup EXIT
+  pg_ci_start || return 1
+  export TUNECTL_TEST_DSN; TUNECTL_TEST_DSN="$(pg_ci_dsn)"
+  export TUNECTL_REQUIRE_DB=1
+}
+
+pg_ci_private_cleanup() { pg_ci_stop || true; rm -rf "$PG_CI_ROOT"; }

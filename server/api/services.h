@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/store/store.h"
@@ -14,8 +15,9 @@ namespace tunectl {
 
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
-  TuningServiceImpl(Store* store, Dispatcher* dispatcher)
-      : store_(store), dispatcher_(dispatcher) {}
+  // Not owned; all outlive the service. `clock` tells schedules' windows and wait reasons.
+  TuningServiceImpl(Store* store, Dispatcher* dispatcher, const Clock* clock)
+      : store_(store), dispatcher_(dispatcher), clock_(clock) {}
 
   grpc::Status ApplyWorkload(grpc::ServerContext*, const v1::ApplyWorkloadRequest*,
                              v1::ApplyWorkloadResponse*) override;
@@ -78,8 +80,10 @@ class TuningServiceImpl final : public v1::TuningService::Service {
  private:
   Status FillBatch(const BatchRow& b, v1::Batch* out);
   void FillWatch(const WatchRow& w, v1::Watch* out);
+  int64_t NowS() const { return clock_->NowS(); }
   Store* store_;
   Dispatcher* dispatcher_;
+  const Clock* clock_;
   ScheduleBook schedules_;
 };
 

@@ -16,7 +16,7 @@ std::string Actor(grpc::ServerContext* ctx) {
 
 // Fills in why each queued run waits: its schedule's window, or the agents' labels, slots and
 // connection state.
-Status ExplainWaits(Store& store, ScheduleBook& book, std::vector<RunRow*> runs) {
+Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<RunRow*> runs) {
   bool any_queued = false;
   for (auto* r : runs) any_queued |= r->state == "queued";
   if (!any_queued) return Status::Ok();
@@ -35,9 +35,6 @@ Status ExplainWaits(Store& store, ScheduleBook& book, std::vector<RunRow*> runs)
       if (!rows.ok()) return rows.status();
       schedules = *rows;
     }
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
     for (const auto& sr : schedules)
       if (sr.id == r->schedule_id)
         r->wait_reason = "waiting for schedule " + sr.name + ": " + book.Describe(sr, now) +
@@ -106,7 +103,7 @@ grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRun
   if (!runs.ok()) return ToGrpc(runs.status());
   std::vector<RunRow*> ptrs;
   for (auto& r : *runs) ptrs.push_back(&r);
-  if (auto st = ExplainWaits(*store_, schedules_, ptrs); !st.ok()) return ToGrpc(st);
+  if (auto st = ExplainWaits(*store_, schedules_, NowS(), ptrs); !st.ok()) return ToGrpc(st);
   for (const auto& r : *runs) ToProto(r, resp->add_runs());
   return grpc::Status::OK;
 }
@@ -115,7 +112,7 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunReq
                                        v1::Run* resp) {
   auto r = store_->GetRun(req->id());
   if (!r.ok()) return ToGrpc(r.status());
-  if (auto st = ExplainWaits(*store_, schedules_, {&*r}); !st.ok()) return ToGrpc(st);
+  if (auto st = ExplainWaits(*store_, schedules_, NowS(), {&*r}); !st.ok()) return ToGrpc(st);
   ToProto(*r, resp);
   return grpc::Status::OK;
 }
@@ -245,16 +242,6 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
   return grpc::Status::OK;
 }
 
-namespace {
-
-int64_t NowS() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
                                                const v1::CreateScheduleRequest* req,
                                                v1::Schedule* resp) {
@@ -325,23 +312,16 @@ Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out) {
   out->set_correction(b.correction);
   out->set_actor(b.actor);
   out->set_created_at(b.created_at);
-  std::vector<std::string> decisions;
-  std::vector<double> p;
+  // The batch's correction is made once, by the store, when the batch completes
+  // (core::DecideBatch); this only shows it. Members still running or measured have none yet.
   int waiting = 0;
   for (const auto& e : b.experiments) {
     ToProto(e, out->add_experiments());
-    decisions.push_back(e.state == "running" || e.state == "cancelled" ? "" : e.decision);
-    double pv = 1;
-    if (e.verdict)
-      for (const auto& m : e.verdict->metrics)
-        if (m.metric == e.verdict->primary) pv = m.p_value;
-    p.push_back(pv);
+    const bool corrected = e.verdict && !e.verdict->correction.empty();
+    out->add_adjusted_p(corrected ? e.verdict->adjusted_p.value_or(1.0)
+                                  : (e.verdict ? e.verdict->PrimaryP() : 1.0));
+    out->add_adjusted_decision(corrected ? e.decision : "");
     waiting += e.state == "running";
-  }
-  BatchAdjustment adj = AdjustBatch(decisions, p, b.correction);
-  for (size_t i = 0; i < adj.adjusted_p.size(); ++i) {
-    out->add_adjusted_p(adj.adjusted_p[i]);
-    out->add_adjusted_decision(adj.decisions[i]);
   }
   if (b.state == "running" && b.schedule_id) {
     auto rows = store_->ListSchedules();

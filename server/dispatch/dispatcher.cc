@@ -3,17 +3,13 @@
 #include <vector>
 
 #include "server/api/convert.h"
+#include "sys/clock.h"
 
 namespace tunectl {
 
 Dispatcher::Dispatcher(Store* store, DispatcherOptions opts, LogFn log)
     : store_(store), opts_(std::move(opts)), log_(std::move(log)) {
-  if (!opts_.now_s)
-    opts_.now_s = [] {
-      return std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+  if (!opts_.clock) opts_.clock = &RealClock();
 }
 
 Dispatcher::~Dispatcher() {
@@ -64,15 +60,15 @@ int Dispatcher::DispatchOnce() {
   std::string open = "{}";
   if (!sessions.empty()) {
     if (auto rows = store_->ListSchedules(); !rows.ok())
-      log_(LogLevel::kWarn, "dispatch: cannot read schedules (scheduled runs wait): " +
-                                rows.status().ToString());
+      log_(LogLevel::kWarn,
+           "dispatch: cannot read schedules (scheduled runs wait): " + rows.status().ToString());
     else if (!rows->empty())
-      open = schedules_.OpenWindowsJson(*rows, opts_.now_s());
+      open = schedules_.OpenWindowsJson(*rows, opts_.clock->NowS());
   }
   for (auto& s : sessions) {
     if (auto cancels = store_->PendingCancels(s->agent_id); !cancels.ok()) {
-      log_(LogLevel::kWarn, "dispatch to " + s->name + ": cannot read pending cancels: " +
-                                cancels.status().ToString());
+      log_(LogLevel::kWarn, "dispatch to " + s->name +
+                                ": cannot read pending cancels: " + cancels.status().ToString());
     } else {
       for (const auto& c : *cancels) {
         v1::ServerMessage m;
@@ -116,7 +112,8 @@ int Dispatcher::ScheduleOnce() {
   }
   if (rows->empty()) return 0;
   std::map<int64_t, int64_t> starts;
-  for (const auto& [id, w] : schedules_.OpenWindows(*rows, opts_.now_s())) starts[id] = w.start;
+  for (const auto& [id, w] : schedules_.OpenWindows(*rows, opts_.clock->NowS()))
+    starts[id] = w.start;
   int n = 0;
   if (auto q = store_->QueueDueChecks(starts, "scheduler"); !q.ok()) {
     log_(LogLevel::kWarn, "scheduler: cannot queue periodic checks: " + q.status().ToString());
@@ -125,8 +122,8 @@ int Dispatcher::ScheduleOnce() {
     n += *q;
   }
   if (auto r = store_->RequeueAtWindowEnd(starts); !r.ok()) {
-    log_(LogLevel::kWarn, "scheduler: cannot apply the window-end policy: " +
-                              r.status().ToString());
+    log_(LogLevel::kWarn,
+         "scheduler: cannot apply the window-end policy: " + r.status().ToString());
   } else if (*r > 0) {
     log_(LogLevel::kInfo, std::to_string(*r) +
                               " run(s) stopped at the end of their window; they run again in the "

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "server/dispatch/windows.h"
 #include "server/store/store.h"
@@ -31,9 +32,9 @@ class AgentSession {
 };
 
 struct DispatcherOptions {
-  int interval_ms = 500;           // poll period when nothing notifies
-  int agent_timeout_s = 15;        // silent agents are expired after this
-  std::function<int64_t()> now_s;  // the clock (Unix seconds); default: the system clock
+  int interval_ms = 500;         // poll period when nothing notifies
+  int agent_timeout_s = 15;      // silent agents are expired after this
+  const Clock* clock = nullptr;  // the clock of windows and schedules; null = the system clock
   // Whether this server may run the scheduler now (the advisory-lock leader); called from the
   // dispatcher thread about once a second. Default: always (a single server).
   std::function<bool()> try_lead;

@@ -1,6 +1,7 @@
 // Store: off-peak schedules and batches of experiments.
 #include <set>
 
+#include "core/decisions.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
 
@@ -62,7 +63,7 @@ Result<BatchRow> LoadBatch(pqxx::work& w, int64_t id) {
 }  // namespace
 
 Result<int64_t> Store::CreateSchedule(const ScheduleRow& s, const std::string& actor) {
-  return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
+  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
     if (!w.exec_params("SELECT 1 FROM schedules WHERE name = $1", s.name).empty())
       return Status::AlreadyExists("schedule \"" + s.name + "\" exists already; pick another name");
     const int64_t id =
@@ -86,7 +87,7 @@ Result<int64_t> Store::CreateSchedule(const ScheduleRow& s, const std::string& a
 
 Result<std::vector<ScheduleRow>> Store::ListSchedules() {
   return InTx<std::vector<ScheduleRow>>(
-      pool_, [&](pqxx::work& w) -> Result<std::vector<ScheduleRow>> {
+      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<ScheduleRow>> {
         std::vector<ScheduleRow> out;
         for (const auto& r : w.exec(std::string(kScheduleSelect) + "ORDER BY name"))
           out.push_back(ScheduleFromRow(r));
@@ -95,13 +96,10 @@ Result<std::vector<ScheduleRow>> Store::ListSchedules() {
 }
 
 Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) {
-  return InTx<int64_t>(pool_, [&](pqxx::work& w) -> Result<int64_t> {
+  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
     if (in.correction != "holm" && in.correction != "bh")
       return Status::InvalidArgument("--correction: \"" + in.correction +
                                      "\" is not allowed; allowed: holm, bh");
-    if (in.vary.empty())
-      return Status::InvalidArgument(
-          "--vary: missing; e.g. --vary num_workers=8,16 --vary prefetch_factor=4");
     int64_t schedule_id = 0;
     if (!in.schedule.empty()) {
       auto s = w.exec_params("SELECT id FROM schedules WHERE name = $1", in.schedule);
@@ -111,21 +109,8 @@ Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) 
                                 in.schedule + " --window …");
       schedule_id = s[0][0].as<int64_t>();
     }
-    // Expand NAME=V1,V2 into single-variable changes, refusing duplicates.
-    std::vector<std::string> singles;
-    std::set<std::string> seen;
-    for (const auto& v : in.vary) {
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return Status::InvalidArgument("--vary: \"" + v + "\" is not NAME=VALUE[,VALUE…]");
-      std::string values = v.substr(eq + 1) + ",";
-      for (size_t p = 0, c; (c = values.find(',', p)) != std::string::npos; p = c + 1) {
-        const std::string one = v.substr(0, eq) + "=" + values.substr(p, c - p);
-        if (values.substr(p, c - p).empty())
-          return Status::InvalidArgument("--vary: \"" + v + "\" has an empty value");
-        if (seen.insert(one).second) singles.push_back(one);
-      }
-    }
+    auto singles = ExpandBatchVary(in.vary);
+    if (!singles.ok()) return singles.status();
     // The first experiment resolves the baseline (its rules: --baseline, else the latest
     // completed one of the current config); the others use the same one.
     ExperimentIn e;
@@ -134,7 +119,7 @@ Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) 
     e.repeats = in.repeats;
     e.schedule_id = schedule_id;
     std::vector<int64_t> ids;
-    for (const auto& one : singles) {
+    for (const auto& one : *singles) {
       e.vary = {one};
       auto id = CreateExperimentTx(w, e, actor);
       if (!id.ok())
@@ -162,45 +147,96 @@ Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) 
 }
 
 Result<BatchRow> Store::GetBatch(int64_t id) {
-  return InTx<BatchRow>(pool_, [&](pqxx::work& w) { return LoadBatch(w, id); });
+  return InTx<BatchRow>(pool_, clock_, [&](pqxx::work& w) { return LoadBatch(w, id); });
 }
 
 Result<std::vector<BatchRow>> Store::ListBatches() {
-  return InTx<std::vector<BatchRow>>(pool_, [&](pqxx::work& w) -> Result<std::vector<BatchRow>> {
-    std::vector<BatchRow> out;
-    for (const auto& r : w.exec("SELECT id FROM batches ORDER BY id")) {
-      auto b = LoadBatch(w, r[0].as<int64_t>());
-      if (!b.ok()) return b.status();
-      out.push_back(*b);
-    }
-    return out;
-  });
+  return InTx<std::vector<BatchRow>>(
+      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<BatchRow>> {
+        std::vector<BatchRow> out;
+        for (const auto& r : w.exec("SELECT id FROM batches ORDER BY id")) {
+          auto b = LoadBatch(w, r[0].as<int64_t>());
+          if (!b.ok()) return b.status();
+          out.push_back(*b);
+        }
+        return out;
+      });
 }
 
 Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
-  return InTx<BatchRow>(pool_, [&](pqxx::work& w) -> Result<BatchRow> {
+  return InTx<BatchRow>(pool_, clock_, [&](pqxx::work& w) -> Result<BatchRow> {
+    // Lock order: the batch, then its experiments, then their runs.
+    if (w.exec_params("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", id).empty())
+      return Status::NotFound("batch " + std::to_string(id) + " not found");
     auto b = LoadBatch(w, id);
     if (!b.ok()) return b.status();
     if (b->state != "running")
       return Status::FailedPrecondition("batch " + std::to_string(id) + " is " + b->state +
                                         "; only a running one can be cancelled");
-    w.exec_params0("UPDATE batches SET state = 'cancelled' WHERE id = $1", id);
+    w.exec_params("SELECT 1 FROM experiments WHERE batch_id = $1 ORDER BY id FOR UPDATE", id);
     w.exec_params0(
-        "UPDATE runs SET state = 'cancelled', finished_at = now(), reason = 'batch cancelled' "
-        "WHERE "
-        "state = 'queued' AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND "
-        "state = 'running')",
+        "UPDATE batches SET state = 'cancelled', finished_at = tunectl_now() WHERE id = $1", id);
+    w.exec_params0(
+        "UPDATE runs SET state = 'cancelled', finished_at = tunectl_now(), reason = 'batch "
+        "cancelled' WHERE state = 'queued' AND experiment_id IN (SELECT id FROM experiments WHERE "
+        "batch_id = $1 AND state = 'running')",
         id);
     w.exec_params0(
-        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE state IN "
-        "('assigned','running') AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = "
-        "$1 AND state = 'running')",
+        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE state IN " +
+            HeldStatesSql() +
+            " AND experiment_id IN (SELECT id FROM experiments WHERE batch_id = $1 AND state = "
+            "'running')",
         id);
     w.exec_params0(
         "UPDATE experiments SET state = 'cancelled' WHERE batch_id = $1 AND state = 'running'", id);
     Audit(w, actor, "batch.cancelled", "batch", id, json::object());
+    // Members already measured are decided now, corrected across the whole batch.
+    MaybeFinishBatch(w, id, actor);
     return LoadBatch(w, id);
   });
 }
+
+namespace internal {
+
+void MaybeFinishBatch(pqxx::work& w, int64_t batch_id, const std::string& actor) {
+  auto b =
+      w.exec_params("SELECT state, correction FROM batches WHERE id = $1 FOR UPDATE", batch_id);
+  if (b.empty()) return;
+  const std::string method = b[0]["correction"].as<std::string>();
+  std::vector<int64_t> ids;
+  std::vector<BatchMember> members;
+  std::vector<std::optional<Verdict>> verdicts;
+  for (const auto& r : w.exec_params(
+           "SELECT id, state, COALESCE(verdict::text, '') AS verdict FROM experiments WHERE "
+           "batch_id = $1 ORDER BY id",
+           batch_id)) {
+    BatchMember m;
+    m.state = ParseExperimentState(r["state"].as<std::string>()).value_or(ExperimentState::kClosed);
+    std::optional<Verdict> v;
+    if (const std::string t = r["verdict"].as<std::string>(); !t.empty()) {
+      if (auto parsed = VerdictFromJson(t); parsed.ok()) v = *parsed;
+    }
+    if (v) {
+      m.decision = v->correction.empty() ? v->decision : v->unadjusted_decision;
+      m.p_value = v->PrimaryP();
+    }
+    ids.push_back(r["id"].as<int64_t>());
+    members.push_back(m);
+    verdicts.push_back(v);
+  }
+  const auto decided = DecideBatch(members, method);
+  if (!decided) return;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (members[i].state != ExperimentState::kMeasured || !verdicts[i]) continue;
+    RecordDecision(w, ids[i], ApplyBatchDecision(*verdicts[i], (*decided)[i], method), actor);
+  }
+  if (b[0]["state"].as<std::string>() == "running") {
+    w.exec_params0("UPDATE batches SET state = 'done', finished_at = tunectl_now() WHERE id = $1",
+                   batch_id);
+    Audit(w, actor, "batch.done", "batch", batch_id, {{"correction", method}});
+  }
+}
+
+}  // namespace internal
 
 }  // namespace tunectl

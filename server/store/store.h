@@ -1,7 +1,9 @@
 // Store: every read and write of tunectl state in PostgreSQL. Each method is one transaction;
-// every state change writes its audit event in that same transaction. libpqxx exceptions are
-// caught here and mapped once to Status (NotFound, InvalidArgument, Unavailable, Internal).
-// Thread-safe (connections come from the pool).
+// every state change writes its audit event in that same transaction. It decides nothing itself:
+// it loads rows, calls the rule in core/ (runs.h, decisions.h, experiment.h, tuning_log.h …) and
+// writes what the rule returns. libpqxx exceptions are caught here and mapped once to Status
+// (NotFound, InvalidArgument, Unavailable, Internal). One file per aggregate (see
+// store_internal.h). Thread-safe (connections come from the pool).
 #pragma once
 
 #include <cstdint>
@@ -10,15 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/experiment.h"
 #include "core/metrics.h"
 #include "core/selector.h"
 #include "core/spec.h"
 #include "core/stats.h"
 #include "core/status.h"
-#include "server/store/pool.h"
 
 namespace tunectl {
+
+class ConnectionPool;  // server/store/pool.h
 
 struct WorkloadRow {
   int64_t id = 0;
@@ -48,6 +52,7 @@ struct BaselineRow {
   std::string workload;
   std::string purpose = "baseline";  // baseline | check (a periodic check) | stability
   int config_version = 0;
+  int spec_revision = 0;  // the spec its summary uses
   ParamValues params;
   int repeats = 0;
   std::string state;
@@ -163,6 +168,8 @@ struct ExperimentRow {
   int64_t hypothesis_id = 0;
   std::string hypothesis_expect;
   int config_version = 0;
+  int spec_revision = 0;  // the spec its verdict uses
+  int64_t batch_id = 0;
   Change change;
   int repeats = 0;
   std::string state, decision;
@@ -293,7 +300,9 @@ struct StoreSnapshot {
 
 class Store {
  public:
-  explicit Store(ConnectionPool* pool) : pool_(pool) {}
+  // `pool` and `clock` are not owned and outlive the Store; `clock` null = the system clock. The
+  // clock is the time of every decision and record (SQL included: tunectl_now()).
+  explicit Store(ConnectionPool* pool, const Clock* clock = nullptr);
 
   // Workloads
   Result<ApplyResult> ApplyWorkload(const WorkloadSpec& spec, const std::string& text,
@@ -398,6 +407,7 @@ class Store {
 
  private:
   ConnectionPool* pool_;
+  const Clock* clock_;
 };
 
 }  // namespace tunectl

@@ -1,5 +1,9 @@
-// Helpers shared by the Store's translation units (store.cc, experiments.cc). Not for use
-// outside server/store.
+// Helpers shared by the Store's translation units (one per aggregate: workloads, runs, agents,
+// experiments, freeze, batches, watch). Not for use outside server/store.
+//
+// Lock order, in every transaction that takes more than one: batch → baseline → experiment →
+// run → agent. ClaimRuns never waits on an experiment (it skips locked ones), so a cancel or a
+// decision holding an experiment cannot deadlock with dispatch.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +12,11 @@
 #include <typeinfo>
 
 #include "core/changepoint.h"
+#include "core/clock.h"
+#include "core/runs.h"
+#include "core/states.h"
 #include "core/template.h"
+#include "server/store/pool.h"
 #include "server/store/store.h"
 
 // A baseline's runs: its own, or for a frozen config the variant runs of its experiment.
@@ -25,13 +33,16 @@ using json = nlohmann::json;
 // All libpqxx exceptions end here and become a Status once; anything else is Internal and says
 // what it was.
 constexpr int kTxAttempts = 3;
+// With a `clock`, the transaction's tunectl_now() is the clock's time (else PostgreSQL's now()).
 template <typename T, typename F>
-Result<T> InTx(ConnectionPool* pool, F&& f) {
+Result<T> InTx(ConnectionPool* pool, const Clock* clock, F&& f) {
   for (int attempt = 1;; ++attempt) {
     auto lease = pool->Acquire();
     if (!lease.ok()) return lease.status();
     try {
       pqxx::work w(**lease);
+      if (clock)
+        w.exec_params("SELECT set_config('tunectl.now', $1, true)", std::to_string(clock->NowMs()));
       Result<T> r = f(w);
       if (r.ok()) w.commit();
       return r;
@@ -64,19 +75,37 @@ std::string MapToJson(const std::map<std::string, std::string>& m);
 std::map<std::string, std::string> JsonToMap(const std::string& text);
 void Audit(pqxx::work& w, const std::string& actor, const std::string& kind,
            const std::string& entity, int64_t id, const json& detail);
-std::string LaunchJson(const WorkloadSpec& spec, const Launch& l);
+// Appends an entry to the tuning log (append-only; one 'decided' and one 'frozen' per
+// experiment, enforced by the schema). `experiment_id` 0 = none.
+void AppendLog(pqxx::work& w, int64_t workload_id, int64_t experiment_id, LogKind kind,
+               const std::string& actor, const std::string& entry_json);
+
+// SQL lists of run states, built from core's one list.
+const std::string& ActiveStatesSql();  // ('queued','assigned','running')
+const std::string& HeldStatesSql();    // ('assigned','running')
+
+// --- workloads (workloads.cc) ---
 Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name);
 // The workload named, or the only one when `name` is empty.
 Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& name);
-bool IsTerminal(const std::string& state);
-void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor);
-// Decides the experiment (verdict, tuning-log entry) once none of its runs is active. The
-// caller holds the experiment row lock.
-void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::string& actor);
-Result<ExperimentRow> LoadExperimentById(pqxx::work& w, int64_t id);
-// Creates an experiment (and its first pairs) inside the caller's transaction.
-Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in, const std::string& actor);
+// The spec a baseline or experiment was started under (its recorded revision).
+Result<WorkloadSpec> LoadSpecRevision(pqxx::work& w, int64_t workload_id, int revision);
 
+// --- runs (runs.cc) ---
+// The runs matching `condition` (SQL over `runs r`, with $1 = `id`) as core's rules see them,
+// in `order` (SQL over r). `finished_at`, when given, gets each run's finishing time.
+std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, int64_t id,
+                                   const std::string& order = "r.id",
+                                   std::vector<std::string>* finished_at = nullptr);
+// Locks, in the store's lock order (batch → baseline → experiment → run), the batches,
+// baselines and experiments the runs belong to. Returns them for the caller to re-evaluate.
+struct RunOwners {
+  std::vector<int64_t> batches, baselines, experiments;
+};
+RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids);
+// Completes the baseline (summary over its counting runs) once no run is active. The caller
+// holds the baseline row lock.
+void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor);
 // Requeues assigned/running runs as new attempts (or marks them lost when out of attempts).
 int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
                 const std::string& actor);
@@ -91,6 +120,28 @@ struct BaselineExtras {
 // Creates a baseline of the workload's current config and its queued runs.
 Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
                                  const std::string& actor, const BaselineExtras& x = {});
+// The median duration of the counting runs of the workload's current config (0 = unknown).
+int ExpectedSecondsOfCurrentConfig(pqxx::work& w, const WorkloadRow& wl);
+
+// --- experiments (experiments.cc) ---
+// Takes the next look once none of the experiment's runs is active: queues one more pair, or
+// stores the verdict — decided (with its tuning-log entry), or measured when it belongs to a
+// batch, which then decides. The caller holds the experiment row lock (and its batch's).
+void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::string& actor);
+Result<ExperimentRow> LoadExperimentById(pqxx::work& w, int64_t id);
+// Creates an experiment (and its first pairs) inside the caller's transaction.
+Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in, const std::string& actor);
+// Writes an experiment's final decision: state decided, its verdict and the 'decided' log entry.
+void RecordDecision(pqxx::work& w, int64_t experiment_id, const Verdict& v,
+                    const std::string& actor);
+
+// --- batches (batches.cc) ---
+// Once no member of the batch is running: every measured member gets its decision after the
+// batch's correction (core::DecideBatch) and its log entry; the batch is done. The caller holds
+// the batch row lock.
+void MaybeFinishBatch(pqxx::work& w, int64_t batch_id, const std::string& actor);
+
+// --- watch (watch.cc) ---
 // After a run's summaries are stored (the caller holds the run's row lock): records the
 // regressions the run confirms, each once, with its tuning-log entry and audit event (actor
 // "watch"). A stability run is judged within itself (`analyses`, one per metric in `names`); any

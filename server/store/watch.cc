@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "core/decisions.h"
 #include "core/regression.h"
+#include "core/tuning_log.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
 
@@ -13,20 +15,24 @@ using namespace internal;  // NOLINT(google-build-using-namespace): the store's 
 
 namespace {
 
-// The primary metric's series: succeeded, usable runs of the current config (not stability runs),
-// and the variant runs it was frozen from, in finishing order.
+// The primary metric's series: the counting runs (core::UseOf) of the current config — its
+// baselines, periodic checks and interleaved controls, not stability runs — and the variant runs
+// it was frozen from, in finishing order.
 std::vector<SeriesPoint> LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m) {
+  std::vector<std::string> finished;
+  const auto runs = LoadRunFacts(
+      w,
+      "r.state = 'succeeded' AND NOT EXISTS (SELECT 1 FROM baselines sb WHERE sb.id = "
+      "r.baseline_id AND sb.purpose = 'stability') AND ((r.config_id = $1 AND (r.arm IS NULL OR "
+      "r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 FROM experiments e WHERE "
+      "e.id = r.experiment_id AND e.frozen_config_id = $1)))",
+      wl.config_id, "r.finished_at", &finished);
   std::vector<SeriesPoint> out;
-  for (const auto& r : w.exec_params(
-           "SELECT r.id, tunectl_ts(r.finished_at), rs.median FROM runs r JOIN run_summaries rs "
-           "ON rs.run_id = r.id AND rs.metric = $2 LEFT JOIN baselines b ON b.id = r.baseline_id "
-           "WHERE r.workload_id = $1 AND r.state = 'succeeded' AND rs.usable AND rs.median IS NOT "
-           "NULL AND COALESCE(b.purpose, '') <> 'stability' AND ((r.config_id = $3 AND (r.arm IS "
-           "NULL OR r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 FROM "
-           "experiments e WHERE e.id = r.experiment_id AND e.frozen_config_id = $3))) "
-           "ORDER BY r.finished_at, r.id",
-           wl.id, m, wl.config_id))
-    out.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<double>()});
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!UseOf(wl.spec, runs[i]).counts) continue;
+    const RunMetricFacts* f = runs[i].Find(m);
+    if (f && f->median) out.push_back({runs[i].id, finished[i], *f->median});
+  }
   return out;
 }
 
@@ -44,30 +50,10 @@ void Record(pqxx::work& w, const WorkloadRow& wl, const std::string& kind,
       wl.id, wl.config_id, metric, kind, first_bad_run, before, after, p, message);
   if (ins.empty()) return;
   const int64_t id = ins[0][0].as<int64_t>();
-  json entry = {
-      {"kind", "regression"},
-      {"regression_id", id},
-      {"detector", kind},
-      {"workload", wl.name},
-      {"config_version", wl.config_version},
-      {"change", "none (v" + std::to_string(wl.config_version) + " unchanged): " + message},
-      {"metric", metric},
-      {"first_bad_run", first_bad_run},
-      {"message", message},
-      {"decision", "regressed"}};
-  if (before && after && *before != 0) {
-    entry["before"] = *before;
-    entry["after"] = *after;
-    entry["primary"] = {
-        {"metric", metric}, {"ratio", *after / *before}, {"p_value", p.value_or(1.0)}};
-  } else {
-    entry["primary"] = {{"metric", metric}};
-  }
-  w.exec_params0(
-      "INSERT INTO tuning_log(workload_id, kind, actor, entry) VALUES ($1, 'regression', "
-      "'watch', $2::json)",
-      wl.id, entry.dump());
-  Audit(w, "watch", "regression.detected", "regression", id, entry);
+  const std::string entry = RegressionEntry(
+      {id, kind, wl.name, metric, message, wl.config_version, first_bad_run, before, after, p});
+  AppendLog(w, wl.id, 0, LogKind::kRegression, "watch", entry);
+  Audit(w, "watch", "regression.detected", "regression", id, json::parse(entry));
 }
 
 Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
@@ -141,30 +127,13 @@ StabilityRow StabilityFromRow(const pqxx::row& r) {
   x.state = r[4].as<std::string>();
   x.started_at = r[5].as<std::string>();
   x.finished_at = r[6].as<std::string>();
-  if (!r[8].is_null()) {
-    x.verdict = "regression";
+  x.verdict =
+      StabilityVerdictName(ParseRunState(x.state).value_or(RunState::kFailed), !r[8].is_null());
+  if (!r[8].is_null())
     x.message = r[8].as<std::string>();
-  } else if (x.state == "succeeded") {
-    x.verdict = "stable";
-  } else if (!IsTerminal(x.state)) {
-    x.verdict = "pending";
-  } else {
-    x.verdict = x.state;
+  else if (x.verdict != "stable" && x.verdict != "pending")
     x.message = r[7].as<std::string>();
-  }
   return x;
-}
-
-// Median duration of the current config's succeeded runs (0 = unknown).
-int ExpectedRunSeconds(pqxx::work& w, const WorkloadRow& wl) {
-  return w
-      .exec_params1(
-          "SELECT COALESCE(ceil(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "
-          "r.finished_at - r.started_at))), 0)::int FROM runs r LEFT JOIN baselines b ON b.id = "
-          "r.baseline_id WHERE r.workload_id = $1 AND r.config_id = $2 AND r.state = 'succeeded' "
-          "AND r.started_at IS NOT NULL AND COALESCE(b.purpose, '') <> 'stability'",
-          wl.id, wl.config_id)[0]
-      .as<int>();
 }
 
 }  // namespace
@@ -194,24 +163,13 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
   if (!primary) return;
   if (purpose == "stability") {
     if (r[0][2].as<int64_t>() != wl->config_id) return;  // a config no longer current
-    const std::string what = "stability run " + std::to_string(run_id) + " of v" +
-                             std::to_string(wl->config_version) + ": ";
-    if (state == "failed") {
-      Record(w, *wl, "stability", primary->name, run_id, std::nullopt, std::nullopt, std::nullopt,
-             what + "failed (" + r[0][4].as<std::string>() + ")");
-    } else if (state == "succeeded") {
-      // One regression per run (one alert, one log entry), under the primary metric when it is
-      // among the findings; the message names every metric that degraded.
-      auto findings = CheckStabilityRun(wl->spec, names, analyses);
-      if (findings.empty()) return;
-      std::string metric = findings[0].metric, message;
-      for (const auto& f : findings) {
-        if (f.metric == primary->name) metric = f.metric;
-        message += (message.empty() ? "" : "; ") + f.message;
-      }
-      Record(w, *wl, "stability", metric, run_id, std::nullopt, std::nullopt, std::nullopt,
-             what + message);
-    }
+    // One regression per run (one alert, one log entry) naming every metric that degraded.
+    auto j = JudgeStabilityRun(wl->spec, run_id, wl->config_version,
+                               ParseRunState(state).value_or(RunState::kFailed),
+                               r[0][4].as<std::string>(), names, analyses);
+    if (j)
+      Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,
+             j->message);
     return;
   }
   if (state != "succeeded") return;
@@ -242,7 +200,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
 }  // namespace internal
 
 Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload) {
-  return InTx<RegressionSeries>(pool_, [&](pqxx::work& w) -> Result<RegressionSeries> {
+  return InTx<RegressionSeries>(pool_, clock_, [&](pqxx::work& w) -> Result<RegressionSeries> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     RegressionSeries s;
@@ -270,7 +228,7 @@ Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload)
 
 Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string& reason,
                                                   const std::string& actor) {
-  return InTx<RegressionRecord>(pool_, [&](pqxx::work& w) -> Result<RegressionRecord> {
+  return InTx<RegressionRecord>(pool_, clock_, [&](pqxx::work& w) -> Result<RegressionRecord> {
     auto r = w.exec_params(std::string(kRegressionSelect) + "WHERE g.id = $1 FOR UPDATE OF g", id);
     if (r.empty()) {
       auto last = w.exec("SELECT max(id) FROM regressions")[0][0];
@@ -288,22 +246,17 @@ Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string&
       return Status::InvalidArgument(
           "--reason: missing; say what fixed it, e.g. --reason \"node n3 replaced\"");
     w.exec_params0(
-        "UPDATE regressions SET resolved_at = now(), resolved_by = $2, resolution = $3 WHERE id = "
+        "UPDATE regressions SET resolved_at = tunectl_now(), resolved_by = $2, resolution = $3 "
+        "WHERE id = "
         "$1",
         id, actor, reason);
-    const json entry = {{"kind", "resolved"},
-                        {"regression_id", id},
-                        {"metric", g.metric},
-                        {"first_bad_run", g.first_bad_run},
-                        {"config_version", g.config_version},
-                        {"change", "regression " + std::to_string(id) + " resolved: " + reason},
-                        {"reason", reason},
-                        {"decision", "resolved"}};
+    const std::string entry =
+        ResolvedEntry({id, g.metric, reason, g.first_bad_run, g.config_version});
     w.exec_params0(
         "INSERT INTO tuning_log(workload_id, kind, actor, entry) SELECT workload_id, 'resolved', "
         "$2, $3::json FROM regressions WHERE id = $1",
-        id, actor, entry.dump());
-    Audit(w, actor, "regression.resolved", "regression", id, entry);
+        id, actor, entry);
+    Audit(w, actor, "regression.resolved", "regression", id, json::parse(entry));
     return RegressionFromRow(
         w.exec_params(std::string(kRegressionSelect) + "WHERE g.id = $1", id)[0]);
   });
@@ -312,7 +265,7 @@ Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string&
 Result<StabilityRow> Store::CreateStabilityRun(const std::string& workload, int64_t duration_s,
                                                const std::string& schedule,
                                                const std::string& actor) {
-  return InTx<StabilityRow>(pool_, [&](pqxx::work& w) -> Result<StabilityRow> {
+  return InTx<StabilityRow>(pool_, clock_, [&](pqxx::work& w) -> Result<StabilityRow> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     if (duration_s < 5 || duration_s > 30LL * 86400)
@@ -336,7 +289,7 @@ Result<StabilityRow> Store::CreateStabilityRun(const std::string& workload, int6
 
 Result<WatchRow> Store::CreateWatch(const std::string& workload, const std::string& schedule,
                                     int repeats, const std::string& actor) {
-  return InTx<WatchRow>(pool_, [&](pqxx::work& w) -> Result<WatchRow> {
+  return InTx<WatchRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WatchRow> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     if (repeats == 0) repeats = 3;
@@ -369,7 +322,7 @@ Result<WatchRow> Store::CreateWatch(const std::string& workload, const std::stri
 }
 
 Result<WatchRow> Store::StopWatch(const std::string& workload, const std::string& actor) {
-  return InTx<WatchRow>(pool_, [&](pqxx::work& w) -> Result<WatchRow> {
+  return InTx<WatchRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WatchRow> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     auto r = w.exec_params(
@@ -385,7 +338,8 @@ Result<WatchRow> Store::StopWatch(const std::string& workload, const std::string
     for (const auto& b : w.exec_params(
              "SELECT id FROM baselines WHERE watch_id = $1 AND state = 'running' FOR UPDATE", id)) {
       w.exec_params0(
-          "UPDATE runs SET state = 'cancelled', finished_at = now(), reason = 'watch stopped' "
+          "UPDATE runs SET state = 'cancelled', finished_at = tunectl_now(), reason = 'watch "
+          "stopped' "
           "WHERE baseline_id = $1 AND state = 'queued'",
           b[0].as<int64_t>());
       MaybeCompleteBaseline(w, b[0].as<int64_t>(), actor);
@@ -397,7 +351,7 @@ Result<WatchRow> Store::StopWatch(const std::string& workload, const std::string
 
 Result<int> Store::QueueDueChecks(const std::map<int64_t, int64_t>& window_starts,
                                   const std::string& actor) {
-  return InTx<int>(pool_, [&](pqxx::work& w) -> Result<int> {
+  return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
     int queued = 0;
     for (const auto& r : w.exec(
              "SELECT wa.id, wa.schedule_id, wa.last_window, wl.name, wa.repeats, EXISTS (SELECT 1 "
@@ -415,7 +369,7 @@ Result<int> Store::QueueDueChecks(const std::map<int64_t, int64_t>& window_start
       BaselineExtras x;
       x.purpose = "check";
       x.schedule_id = r[1].as<int64_t>();
-      x.expected_s = ExpectedRunSeconds(w, *wl);
+      x.expected_s = ExpectedSecondsOfCurrentConfig(w, *wl);
       x.watch_id = watch;
       if (CreateBaselineTx(w, *wl, r[4].as<int>(), actor, x).ok()) ++queued;
     }
@@ -424,7 +378,7 @@ Result<int> Store::QueueDueChecks(const std::map<int64_t, int64_t>& window_start
 }
 
 Result<int> Store::RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_starts) {
-  return InTx<int>(pool_, [&](pqxx::work& w) -> Result<int> {
+  return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
     json open = json::array();
     for (const auto& [id, _] : window_starts) open.push_back(id);
     auto r = w.exec_params(
@@ -441,7 +395,7 @@ Result<int> Store::RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_s
 }
 
 Result<StoreSnapshot> Store::Snapshot() {
-  return InTx<StoreSnapshot>(pool_, [&](pqxx::work& w) -> Result<StoreSnapshot> {
+  return InTx<StoreSnapshot>(pool_, clock_, [&](pqxx::work& w) -> Result<StoreSnapshot> {
     StoreSnapshot s;
     for (const auto& r : w.exec("SELECT state, count(*) FROM runs GROUP BY state"))
       s.runs_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
@@ -460,7 +414,7 @@ Result<StoreSnapshot> Store::Snapshot() {
 }
 
 Status Store::Ping() {
-  return ToStatus(InTx<bool>(pool_, [&](pqxx::work& w) -> Result<bool> {
+  return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
     w.exec("SELECT 1");
     return true;
   }));

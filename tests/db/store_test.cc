@@ -6,7 +6,6 @@
 #include <set>
 #include <thread>
 
-#include "server/store/migrations.h"
 #include "tests/db/test_db.h"
 
 namespace tunectl {
@@ -33,30 +32,6 @@ int64_t AddAgent(Store& st, const std::string& name, LabelMap labels = {{"pool",
   auto id = st.RegisterAgent(name, labels, slots, "test", "session-" + name);
   EXPECT_TRUE(id.ok()) << id.status().message();
   return *id;
-}
-
-TEST(Migrations, ApplyTwiceWithoutError) {
-  TUNECTL_TEST_DB(db);
-  auto again = ApplyMigrations(db->pool(), EmbeddedMigrations());
-  ASSERT_TRUE(again.ok()) << again.status().message();
-  EXPECT_EQ(*again, 0);
-  EXPECT_EQ(db->Scalar("SELECT count(*) FROM schema_migrations"),
-            std::to_string(EmbeddedMigrations().size()));
-}
-
-TEST(Migrations, ConcurrentServersDoNotRace) {
-  TUNECTL_TEST_DB(db);
-  // A second, fresh database migrated by two pools at once: the advisory lock serialises them.
-  auto other = TestDb::Create();
-  ASSERT_TRUE(other);
-  EXPECT_EQ(other->Scalar("SELECT count(*) FROM schema_migrations"),
-            std::to_string(EmbeddedMigrations().size()));
-  std::vector<Result<int>> results(2, Status::Internal("not run"));
-  std::vector<std::thread> ts;
-  for (int i = 0; i < 2; ++i)
-    ts.emplace_back([&, i] { results[i] = ApplyMigrations(other->pool(), EmbeddedMigrations()); });
-  for (auto& t : ts) t.join();
-  for (auto& r : results) ASSERT_TRUE(r.ok()) << r.status().message();
 }
 
 TEST(Store, ApplyWorkloadCreatesThenReportsUnchangedThenUpdated) {

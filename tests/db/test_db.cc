@@ -10,6 +10,14 @@
 namespace tunectl {
 
 std::unique_ptr<TestDb> TestDb::Create() {
+  return Make(true);
+}
+
+std::unique_ptr<TestDb> TestDb::CreateEmpty() {
+  return Make(false);
+}
+
+std::unique_ptr<TestDb> TestDb::Make(bool migrate) {
   const char* admin = std::getenv("TUNECTL_TEST_DSN");
   if (!admin || !*admin) return nullptr;
   static std::atomic<int> counter{0};
@@ -32,10 +40,12 @@ std::unique_ptr<TestDb> TestDb::Create() {
     return nullptr;
   }
   db->pool_ = std::move(*pool);
-  auto applied = ApplyMigrations(*db->pool_, EmbeddedMigrations());
-  if (!applied.ok()) {
-    ADD_FAILURE() << applied.status().message();
-    return nullptr;
+  if (migrate) {
+    auto applied = ApplyMigrations(*db->pool_, EmbeddedMigrations());
+    if (!applied.ok()) {
+      ADD_FAILURE() << applied.status().message();
+      return nullptr;
+    }
   }
   db->store_ = std::make_unique<Store>(db->pool_.get());
   return db;

@@ -333,14 +333,16 @@ TEST(Scheduler, OnlyTheLeaderQueuesChecksInWindowsOfTheInjectedClock) {
   Cluster c = NewCluster(std::move(db));
   ASSERT_TRUE(c.st().CreateSchedule(Nightly(), "user:t").ok());  // Mon-Fri 01:00-06:00 UTC
   ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 1, "user:t").ok());
-  int64_t now = 1796603400;  // Mon 2026-12-07 00:30 UTC: before the window
+  // One clock for the store (its records and decisions) and the dispatcher (its windows).
+  ManualClock clock(1796603400LL * 1000);  // Mon 2026-12-07 00:30 UTC: before the window
+  Store st(&c.db->pool(), &clock);
   bool lead = false;
   DispatcherOptions o;
-  o.now_s = [&] { return now; };
+  o.clock = &clock;
   o.try_lead = [&] { return lead; };
-  Dispatcher d(&c.st(), o, [](LogLevel, const std::string&) {});
+  Dispatcher d(&st, o, [](LogLevel, const std::string&) {});
   EXPECT_EQ(d.ScheduleOnce(), 0);
-  now += 3600;                     // 01:30, inside
+  clock.Advance(3600 * 1000);      // 01:30, inside
   EXPECT_EQ(d.ScheduleOnce(), 0);  // another server leads
   EXPECT_FALSE(d.leader());
   lead = true;
@@ -349,14 +351,18 @@ TEST(Scheduler, OnlyTheLeaderQueuesChecksInWindowsOfTheInjectedClock) {
     EXPECT_EQ(d.ScheduleOnce(), 1) << "night " << night;
     EXPECT_TRUE(d.leader());
     EXPECT_EQ(d.ScheduleOnce(), 0);
-    auto plans = c.st().ClaimRuns(c.agent, {}, 10, "{\"1\": 3600}");
+    auto plans = st.ClaimRuns(c.agent, {}, 10, "{\"1\": 3600}");
     ASSERT_EQ(plans->size(), 1u);
-    Complete(c.st(), c.agent, (*plans)[0], Level(100, 12));
-    now += 86400;
+    Complete(st, c.agent, (*plans)[0], Level(100, 12));
+    clock.Advance(86400LL * 1000);
   }
-  now += 2 * 86400;  // Saturday: no window
+  clock.Advance(2 * 86400LL * 1000);  // Saturday: no window
   EXPECT_EQ(d.ScheduleOnce(), 0);
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM baselines WHERE purpose = 'check'"), "3");
+  // The records carry the injected clock's days, not the wall clock's.
+  EXPECT_EQ(c.db->Scalar("SELECT string_agg(to_char(created_at AT TIME ZONE 'UTC', 'Dy HH24:MI'), "
+                         "',' ORDER BY id) FROM baselines WHERE purpose = 'check'"),
+            "Mon 01:30,Tue 01:30,Wed 01:30");
 }
 
 TEST(SkipSteps, CheckpointStepsAreLeftOutOfTheRunSummary) {
@@ -406,8 +412,9 @@ TEST(Scheduler, TwoServersOnOneDatabaseScheduleOnce) {
   ASSERT_TRUE(c.st().CreateWatch("demo", "nightly", 1, "user:t").ok());
   const int64_t monday_0130 = 1796603400 + 3600;
   auto server = [&](LeaderLock* lock) {
+    static ManualClock clock(monday_0130 * 1000);
     DispatcherOptions o;
-    o.now_s = [=] { return monday_0130; };
+    o.clock = &clock;
     o.try_lead = [lock] { return lock->Check(); };
     return std::make_unique<Dispatcher>(&c.st(), o, [](LogLevel, const std::string&) {});
   };

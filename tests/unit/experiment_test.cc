@@ -3,8 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "tests/unit/oracle_vectors.h"
 
 namespace tunectl {
 namespace {
@@ -113,10 +114,10 @@ TEST(ExpectationParser, ParsesDirectionAndSize) {
 // Every case's numbers and decision were computed independently with scipy
 // (tests/oracle/gen_vectors.py).
 TEST(Verdict, MetricComparisonsMatchScipyOracle) {
-  std::ifstream in(std::string(TUNECTL_SOURCE_DIR) + "/tests/oracle/vectors.json");
-  auto v = nlohmann::json::parse(in);
-  ASSERT_GE(v["verdict"].size(), 9u);
-  for (const auto& c : v["verdict"]) {
+  nlohmann::json cases;
+  ASSERT_TRUE(LoadOracleVectors("verdict", &cases));
+  ASSERT_GE(cases.size(), 9u);
+  for (const auto& c : cases) {
     WorkloadSpec s;
     s.name = "o";
     MetricSpec m;

@@ -1,0 +1,34 @@
+# TUNECTL_SANITIZE: sanitizers for every target of the build (compile and link), e.g.
+#   cmake -DTUNECTL_SANITIZE=address,undefined ...   (scripts/test-sanitize)
+# A comma-separated list of address, undefined, thread; thread cannot be combined with address.
+set(TUNECTL_SANITIZE "" CACHE STRING
+  "Sanitizers for all targets: empty (none), address, undefined, thread, address,undefined")
+set_property(CACHE TUNECTL_SANITIZE PROPERTY STRINGS
+  "" address undefined thread "address,undefined" "thread,undefined")
+
+if(NOT TUNECTL_SANITIZE STREQUAL "")
+  set(_tunectl_allowed address undefined thread)
+  string(REPLACE "," ";" _tunectl_sanitizers "${TUNECTL_SANITIZE}")
+  set(_tunectl_seen "")
+  set(_tunectl_values "empty (none), address, undefined, thread, address,undefined")
+  foreach(s IN LISTS _tunectl_sanitizers)
+    if(NOT s IN_LIST _tunectl_allowed)
+      message(FATAL_ERROR "TUNECTL_SANITIZE='${TUNECTL_SANITIZE}': '${s}' is not a sanitizer this "
+        "build supports. Allowed values: ${_tunectl_values} (thread,undefined works too).")
+    elseif(s IN_LIST _tunectl_seen)
+      message(FATAL_ERROR "TUNECTL_SANITIZE='${TUNECTL_SANITIZE}': '${s}' is named twice. "
+        "Allowed values: ${_tunectl_values} (thread,undefined works too).")
+    endif()
+    list(APPEND _tunectl_seen "${s}")
+  endforeach()
+  if("address" IN_LIST _tunectl_seen AND "thread" IN_LIST _tunectl_seen)
+    message(FATAL_ERROR "TUNECTL_SANITIZE='${TUNECTL_SANITIZE}': address and thread cannot be "
+      "combined. Allowed values: ${_tunectl_values} (thread,undefined works too).")
+  endif()
+  list(JOIN _tunectl_seen "," _tunectl_list)
+  # Directory-wide (not via tunectl_warnings) so that every target is instrumented, the generated
+  # proto library and the benchmarks included; must come before the first target is defined.
+  add_compile_options(-fsanitize=${_tunectl_list} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_tunectl_list})
+  message(STATUS "tunectl: sanitizers ${_tunectl_list}")
+endif()

@@ -1,0 +1,85 @@
+// The loop's policies as pure functions: how big an experiment is, how a batch's --vary expands,
+// whether the controls drifted from the baseline, a batch's correction as the final decision,
+// when an experiment may be frozen, and how a stability run is judged. The store loads rows,
+// calls these and writes what they return. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/changepoint.h"
+#include "core/experiment.h"
+#include "core/spec.h"
+#include "core/states.h"
+#include "core/status.h"
+
+namespace tunectl {
+
+// --repeats is the cap per arm (0: max(10, 2 × run.repeats)); the first look comes after
+// min(4, cap) interleaved pairs.
+struct ExperimentSize {
+  int max_pairs = 0;
+  int first_pairs = 0;
+};
+Result<ExperimentSize> SizeExperiment(int requested_repeats, const WorkloadSpec& spec);
+
+// "NAME=V1,V2" → one single-variable "NAME=V" per value, duplicates dropped, order kept.
+Result<std::vector<std::string>> ExpandBatchVary(const std::vector<std::string>& vary);
+
+// The drift alarm: the interleaved controls against the baseline's recorded level of the primary
+// metric; "" when they agree within min_effect (or nothing to compare).
+std::string DriftNote(const Verdict& v, const WorkloadSpec& spec,
+                      std::optional<double> baseline_level, int64_t baseline_id);
+
+// A batch's members once none is running: each one's final decision after the correction across
+// the batch's primary comparisons (Holm or BH). A member that was cancelled counts with p = 1.
+struct BatchMember {
+  ExperimentState state = ExperimentState::kMeasured;
+  std::string decision;  // the member's own (unadjusted) decision; "" when it has none
+  double p_value = 1;    // its primary metric's p
+};
+struct BatchDecision {
+  std::string decision;    // improved | regressed | unchanged | inconclusive
+  std::string unadjusted;  // the member's own decision
+  double adjusted_p = 1;
+  std::string note;  // "inconclusive after Holm (adjusted p 0.12)" when it changed
+};
+// nullopt while a member is still running.
+std::optional<std::vector<BatchDecision>> DecideBatch(const std::vector<BatchMember>& members,
+                                                      const std::string& method,
+                                                      double alpha = 0.05);
+// The verdict as the tuning log and `freeze` see it after the batch's correction.
+Verdict ApplyBatchDecision(Verdict v, const BatchDecision& d, const std::string& method);
+
+// Whether an experiment may be frozen into a new config version.
+struct FreezeFacts {
+  int64_t experiment = 0;
+  ExperimentState state = ExperimentState::kRunning;
+  std::string decision;  // final (after a batch's correction)
+  int frozen_version = 0;
+  bool force = false;
+  std::string reason;  // required with force
+  std::string workload;
+  int control_version = 0, current_version = 0;
+  int64_t batch = 0;  // a batch member still measured waits for its batch
+};
+Status CheckFreeze(const FreezeFacts& f);
+
+// A stability run is judged within itself: one finding per run (under the primary metric when it
+// is among them) naming every metric that degraded, or a failed run. nullopt: stable, or not a
+// result yet.
+struct StabilityJudgement {
+  std::string metric;
+  std::string message;
+};
+std::optional<StabilityJudgement> JudgeStabilityRun(const WorkloadSpec& spec, int64_t run_id,
+                                                    int config_version, RunState state,
+                                                    const std::string& reason,
+                                                    const std::vector<std::string>& metric_names,
+                                                    const std::vector<SteadyState>& analyses);
+// What `regress show` says of a stability run: pending | stable | regression | failed | cancelled…
+std::string StabilityVerdictName(RunState state, bool recorded_regression);
+
+}  // namespace tunectl

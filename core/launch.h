@@ -1,0 +1,54 @@
+// LaunchRecord: what a run executes, resolved when it is queued (argv, env, files, the metric
+// rules, warm-up, timeout) and stored with the run, so what ran stays on record even when the
+// workload changes later. One codec: the store writes it, the dispatcher sends it, the run's
+// analysis reads it. Value type; pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/spec.h"
+#include "core/status.h"
+#include "core/template.h"
+
+namespace tunectl {
+
+struct LaunchMetric {
+  std::string name, pattern, json_key;
+  Better better = Better::kHigher;
+  MetricRole role = MetricRole::kObserved;
+  bool operator==(const LaunchMetric&) const = default;
+};
+
+struct LaunchRecord {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> files;
+  std::vector<LaunchMetric> metrics;              // in the workload's order
+  std::map<std::string, std::string> skip_steps;  // tag -> pattern (run.skip_steps)
+  int64_t timeout_ms = 0;
+  int warmup_steps = 0;
+  int64_t duration_ms = 0;  // stability run: stopped at this age and counted as succeeded
+
+  // The agent's extraction rules: every metric, then one "skip:<tag>" rule per skip pattern.
+  std::vector<MetricRule> Rules() const;
+  Better BetterOf(std::string_view metric) const;  // kHigher for an unknown metric
+  bool operator==(const LaunchRecord&) const = default;
+};
+
+// The record of `launch` (bound from `spec`) for an ordinary run.
+LaunchRecord MakeLaunchRecord(const WorkloadSpec& spec, const Launch& launch);
+// A stability run: stopped by the agent at `duration_s`; the timeout only catches a job that
+// ignores the stop (five minutes later).
+LaunchRecord AsStabilityRun(LaunchRecord r, int64_t duration_s);
+
+std::string LaunchRecordToJson(const LaunchRecord& r);
+// Reads what LaunchRecordToJson wrote (and records written before duration_ms/skip_steps
+// existed). InvalidArgument naming the field when the text is not a launch record.
+Result<LaunchRecord> LaunchRecordFromJson(std::string_view text);
+
+}  // namespace tunectl

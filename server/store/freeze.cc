@@ -1,0 +1,137 @@
+// Store: freezing an experiment into a config version, and the tuning log.
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "core/decisions.h"
+#include "core/tuning_log.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace tunectl {
+
+using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
+
+Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std::string& reason,
+                                              const std::string& actor) {
+  return InTx<ExperimentRow>(pool_, clock_, [&](pqxx::work& w) -> Result<ExperimentRow> {
+    auto r = w.exec_params(
+        "SELECT e.state, COALESCE(e.decision, '') AS decision, e.control_config_id, "
+        "e.workload_id, e.variant_params::text AS variant_params, e.change::text AS change, "
+        "c.version AS control_version, wl.name AS workload, e.spec_revision, "
+        "COALESCE(fc.version, 0) AS frozen_version, COALESCE(e.batch_id, 0) AS batch_id "
+        "FROM experiments e JOIN config_versions c ON c.id = e.control_config_id "
+        "JOIN workloads wl ON wl.id = e.workload_id LEFT JOIN config_versions fc ON "
+        "fc.id = e.frozen_config_id WHERE e.id = $1 FOR UPDATE OF e",
+        id);
+    if (r.empty()) return Status::NotFound("experiment " + std::to_string(id) + " not found");
+    const auto& row = r[0];
+    const int64_t control_cfg = row["control_config_id"].as<int64_t>();
+    const int64_t workload_id = row["workload_id"].as<int64_t>();
+    auto cur = w.exec_params1(
+        "SELECT id, version FROM config_versions WHERE workload_id = $1 AND is_current FOR UPDATE",
+        workload_id);
+    FreezeFacts facts;
+    facts.experiment = id;
+    facts.state =
+        ParseExperimentState(row["state"].as<std::string>()).value_or(ExperimentState::kClosed);
+    facts.decision = row["decision"].as<std::string>();
+    facts.frozen_version = row["frozen_version"].as<int>();
+    facts.force = force;
+    facts.reason = reason;
+    facts.workload = row["workload"].as<std::string>();
+    facts.control_version = row["control_version"].as<int>();
+    facts.current_version =
+        cur["id"].as<int64_t>() == control_cfg ? facts.control_version : cur["version"].as<int>();
+    facts.batch = row["batch_id"].as<int64_t>();
+    if (Status st = CheckFreeze(facts); !st.ok()) return st;
+    auto spec = LoadSpecRevision(w, workload_id, row["spec_revision"].as<int>());
+    if (!spec.ok()) return spec.status();
+
+    const int version =
+        w.exec_params1("SELECT max(version) + 1 FROM config_versions WHERE workload_id = $1",
+                       workload_id)[0]
+            .as<int>();
+    json change = json::parse(row["change"].as<std::string>());
+    change["experiment"] = id;
+    if (force) change["forced"] = reason;
+    w.exec_params0("UPDATE config_versions SET is_current = false WHERE id = $1", control_cfg);
+    const int64_t cfg =
+        w.exec_params1(
+             "INSERT INTO config_versions(workload_id, version, params, parent_id, change) "
+             "VALUES ($1, $2, $3::jsonb, $4, $5::jsonb) RETURNING id",
+             workload_id, version, row["variant_params"].as<std::string>(), control_cfg,
+             change.dump())[0]
+            .as<int64_t>();
+    // The new version's measured level: exactly the variant runs the verdict compared (the one
+    // counting rule, core::BuildArms), summarised as a baseline's runs are.
+    const Arms arms = BuildArms(*spec, LoadRunFacts(w, "r.experiment_id = $1", id));
+    const int n = static_cast<int>(arms.compared_variant.size());
+    const int64_t bid =
+        w.exec_params1(
+             "INSERT INTO baselines(workload_id, config_id, repeats, state, actor, finished_at, "
+             "source_experiment_id, spec_revision) VALUES ($1, $2, $3, 'completed', $4, "
+             "tunectl_now(), $5, $6) RETURNING id",
+             workload_id, cfg, std::max(1, n), actor, id, row["spec_revision"].as<int>())[0]
+            .as<int64_t>();
+    for (const auto& m : spec->metrics) {
+      auto it = arms.variant.values.find(m.name);
+      if (it == arms.variant.values.end()) continue;
+      Descriptive d = Describe(it->second);
+      if (d.n == 0) continue;
+      w.exec_params0(
+          "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, "
+          "min, max) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+          bid, m.name, d.n, d.median, d.mean, d.stddev, d.cv, d.min, d.max);
+    }
+    w.exec_params0(
+        "UPDATE experiments SET state = 'frozen', frozen_config_id = $2, frozen_at = "
+        "tunectl_now(), frozen_by = $3, freeze_reason = $4 WHERE id = $1",
+        id, cfg, actor, force ? std::optional<std::string>(reason) : std::nullopt);
+    AppendLog(w, workload_id, id, LogKind::kFrozen, actor,
+              FrozenEntry({id, version, bid, force, reason, facts.decision}));
+    Audit(w, actor, "config.frozen", "experiment", id,
+          {{"version", version}, {"forced", force}, {"reason", reason}, {"baseline", bid}});
+    return LoadExperimentById(w, id);
+  });
+}
+
+Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const std::string& param) {
+  return InTx<
+      std::vector<LogRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<LogRow>> {
+    if (!workload.empty()) {
+      auto wl = LoadWorkload(w, workload);
+      if (!wl.ok()) return wl.status();
+    }
+    std::vector<LogRow> out;
+    for (const auto& r : w.exec_params(
+             "SELECT COALESCE(l.experiment_id, 0), wl.name, tunectl_ts(l.at), l.actor, "
+             "l.entry::text, (SELECT f.entry::text FROM tuning_log f WHERE f.experiment_id = "
+             "l.experiment_id AND f.kind = 'frozen' ORDER BY f.id DESC LIMIT 1), l.kind "
+             "FROM tuning_log l JOIN workloads wl ON wl.id = l.workload_id "
+             "WHERE l.kind IN ('decided', 'regression', 'resolved') AND ($1 = '' OR wl.name = $1) "
+             "ORDER BY l.id",
+             workload)) {
+      LogRow row;
+      row.experiment_id = r[0].as<int64_t>();
+      row.workload = r[1].as<std::string>();
+      row.at = r[2].as<std::string>();
+      row.actor = r[3].as<std::string>();
+      row.entry_json = r[4].as<std::string>();
+      row.kind = r[6].as<std::string>();
+      if (!param.empty()) {
+        auto j = json::parse(row.entry_json, nullptr, false);
+        if (!j.contains("to") || !j["to"].contains(param)) continue;
+      }
+      if (!r[5].is_null()) {
+        auto f = json::parse(r[5].as<std::string>(), nullptr, false);
+        row.frozen = "v" + std::to_string(f.value("version", 0));
+        if (f.value("forced", false))
+          row.frozen += " (forced: " + f.value("reason", std::string()) + ")";
+      }
+      out.push_back(row);
+    }
+    return out;
+  });
+}
+
+}  // namespace tunectl

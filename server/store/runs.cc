@@ -1,0 +1,506 @@
+// Store: baselines, runs, metric ingest and a run's finish.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <set>
+#include <tuple>
+
+#include "core/launch.h"
+#include "server/store/store.h"
+#include "server/store/store_internal.h"
+
+namespace tunectl {
+namespace internal {
+
+std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, int64_t id,
+                                   const std::string& order,
+                                   std::vector<std::string>* finished_at) {
+  std::vector<RunFacts> out;
+  auto rows = w.exec_params(
+      "SELECT r.id, r.state, COALESCE(r.arm, '') AS arm, r.idx, r.reason, "
+      "extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s, "
+      "COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, rs.metric, rs.median, "
+      "COALESCE(rs.usable, true) AS usable, COALESCE(rs.nonfinite, 0) AS nonfinite, "
+      "COALESCE(rs.warnings, '') AS warnings FROM runs r LEFT JOIN run_summaries rs ON "
+      "rs.run_id = r.id WHERE " +
+          condition + " ORDER BY " + order + ", r.id, rs.metric",
+      id);
+  for (const auto& row : rows) {
+    const int64_t run = row["id"].as<int64_t>();
+    if (out.empty() || out.back().id != run) {
+      RunFacts f;
+      f.id = run;
+      f.state = ParseRunState(row["state"].as<std::string>()).value_or(RunState::kFailed);
+      f.arm = row["arm"].as<std::string>();
+      f.idx = row["idx"].as<int>();
+      f.reason = row["reason"].as<std::string>();
+      if (!row["duration_s"].is_null()) f.duration_s = row["duration_s"].as<double>();
+      out.push_back(std::move(f));
+      if (finished_at) finished_at->push_back(row["finished_at"].as<std::string>());
+    }
+    if (row["metric"].is_null()) continue;
+    RunMetricFacts m;
+    m.metric = row["metric"].as<std::string>();
+    if (!row["median"].is_null()) m.median = row["median"].as<double>();
+    m.usable = row["usable"].as<bool>();
+    m.nonfinite = row["nonfinite"].as<int>();
+    m.warnings = row["warnings"].as<std::string>();
+    out.back().metrics.push_back(std::move(m));
+  }
+  return out;
+}
+
+RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
+  std::set<int64_t> batches, baselines, experiments;
+  for (int64_t id : run_ids) {
+    auto r = w.exec_params(
+        "SELECT r.baseline_id, r.experiment_id, e.batch_id FROM runs r LEFT JOIN experiments e "
+        "ON e.id = r.experiment_id WHERE r.id = $1",
+        id);
+    if (r.empty()) continue;
+    if (!r[0]["baseline_id"].is_null()) baselines.insert(r[0]["baseline_id"].as<int64_t>());
+    if (!r[0]["experiment_id"].is_null()) experiments.insert(r[0]["experiment_id"].as<int64_t>());
+    if (!r[0]["batch_id"].is_null()) batches.insert(r[0]["batch_id"].as<int64_t>());
+  }
+  for (int64_t b : batches) w.exec_params("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", b);
+  for (int64_t b : baselines) w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", b);
+  for (int64_t e : experiments)
+    w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", e);
+  return {{batches.begin(), batches.end()},
+          {baselines.begin(), baselines.end()},
+          {experiments.begin(), experiments.end()}};
+}
+
+void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor) {
+  auto b = w.exec_params("SELECT state, workload_id, spec_revision FROM baselines WHERE id = $1",
+                         baseline_id);
+  if (b.empty() || b[0]["state"].as<std::string>() != Name(BaselineState::kRunning)) return;
+  const std::vector<RunFacts> runs = LoadRunFacts(w, "r.baseline_id = $1", baseline_id);
+  const std::optional<BaselineState> state = BaselineOutcome(runs);
+  if (!state) return;
+  auto spec =
+      LoadSpecRevision(w, b[0]["workload_id"].as<int64_t>(), b[0]["spec_revision"].as<int>());
+  int succeeded = 0;
+  for (const auto& r : runs) succeeded += r.state == RunState::kSucceeded;
+  json detail = {{"succeeded", succeeded}, {"runs", runs.size()}};
+  w.exec_params0("DELETE FROM baseline_summaries WHERE baseline_id = $1", baseline_id);
+  if (spec.ok()) {
+    for (const auto& m : SummarizeRuns(*spec, runs)) {
+      const Descriptive& d = m.stats;
+      w.exec_params0(
+          "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, min, "
+          "max) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+          baseline_id, m.metric, d.n, d.median, d.mean, d.stddev, d.cv, d.min, d.max);
+      detail["median_" + m.metric] = d.median;
+    }
+  }
+  w.exec_params0("UPDATE baselines SET state = $2, finished_at = tunectl_now() WHERE id = $1",
+                 baseline_id, Name(*state));
+  Audit(w, actor, std::string("baseline.") + Name(*state), "baseline", baseline_id, detail);
+}
+
+int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
+                const std::string& actor) {
+  if (run_ids.empty()) return 0;
+  const RunOwners owners = LockRunOwners(w, run_ids);
+  int n = 0;
+  for (int64_t id : run_ids) {
+    auto r =
+        w.exec_params("SELECT attempt, max_attempts, state FROM runs WHERE id = $1 FOR UPDATE", id);
+    if (r.empty()) continue;
+    const auto state = ParseRunState(r[0]["state"].as<std::string>());
+    if (state != RunState::kAssigned && state != RunState::kRunning) continue;
+    const int attempt = r[0]["attempt"].as<int>();
+    const RetryDecision retry = DecideRetry(attempt, r[0]["max_attempts"].as<int>(), why);
+    if (retry.requeue) {
+      w.exec_params0(
+          "UPDATE runs SET state = 'queued', attempt = attempt + 1, agent_id = NULL, "
+          "assigned_at = NULL, started_at = NULL, reason = $2 WHERE id = $1",
+          id, retry.reason);
+      Audit(w, actor, "run.requeued", "run", id, {{"attempt", attempt}, {"why", why}});
+    } else {
+      w.exec_params0(
+          "UPDATE runs SET state = 'lost', finished_at = tunectl_now(), reason = $2 WHERE id = $1",
+          id, retry.reason);
+      Audit(w, actor, "run.lost", "run", id, {{"attempt", attempt}, {"why", why}});
+    }
+    ++n;
+  }
+  for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
+  for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);
+  return n;
+}
+
+int ExpectedSecondsOfCurrentConfig(pqxx::work& w, const WorkloadRow& wl) {
+  const auto runs = LoadRunFacts(
+      w,
+      "r.config_id = $1 AND r.state = 'succeeded' AND NOT EXISTS (SELECT 1 FROM baselines sb "
+      "WHERE sb.id = r.baseline_id AND sb.purpose = 'stability')",
+      wl.config_id);
+  return ExpectedRunSeconds(wl.spec, runs);
+}
+
+const char* const kRunSelect =
+    "SELECT r.id, COALESCE(r.baseline_id, 0), w.name, r.idx, r.attempt, r.state, "
+    "COALESCE(a.name, ''), r.params::text, r.selector::text, r.exit_code, r.signal, r.reason, "
+    "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
+    "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
+    "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, ''), "
+    "COALESCE(r.schedule_id, 0), COALESCE((SELECT b.purpose FROM baselines b WHERE b.id = "
+    "r.baseline_id), '') "
+    "FROM runs r JOIN workloads w ON w.id = r.workload_id "
+    "LEFT JOIN agents a ON a.id = r.agent_id ";
+
+RunRow RunFromRow(const pqxx::row& r) {
+  RunRow x;
+  x.id = r[0].as<int64_t>();
+  x.baseline_id = r[1].as<int64_t>();
+  x.workload = r[2].as<std::string>();
+  x.idx = r[3].as<int>();
+  x.attempt = r[4].as<int>();
+  x.state = r[5].as<std::string>();
+  x.agent = r[6].as<std::string>();
+  x.params = JsonToMap(r[7].as<std::string>());
+  x.selector = JsonToMap(r[8].as<std::string>());
+  if (!r[9].is_null()) x.exit_code = r[9].as<int>();
+  if (!r[10].is_null()) x.signal = r[10].as<int>();
+  x.reason = r[11].as<std::string>();
+  x.stderr_tail = r[12].as<std::string>();
+  x.samples = r[13].as<int64_t>();
+  x.created_at = r[14].as<std::string>();
+  x.started_at = r[15].as<std::string>();
+  x.finished_at = r[16].as<std::string>();
+  x.experiment_id = r[17].as<int64_t>();
+  x.arm = r[18].as<std::string>();
+  x.schedule_id = r[19].as<int64_t>();
+  x.purpose = r[20].as<std::string>();
+  return x;
+}
+
+Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
+                                 const std::string& actor, const BaselineExtras& x) {
+  auto launch = BindLaunch(wl.spec, wl.config_params);
+  if (!launch.ok()) return launch.status();
+  auto opt = [](int64_t v) { return v ? std::optional<int64_t>(v) : std::nullopt; };
+  const int64_t id =
+      w.exec_params1(
+           "INSERT INTO baselines(workload_id, config_id, repeats, state, actor, purpose, "
+           "duration_s, watch_id, spec_revision) VALUES ($1,$2,$3,'running',$4,$5,$6,$7,$8) "
+           "RETURNING id",
+           wl.id, wl.config_id, repeats, actor, x.purpose, x.duration_s, opt(x.watch_id),
+           wl.spec_revision)[0]
+          .as<int64_t>();
+  LaunchRecord record = MakeLaunchRecord(wl.spec, *launch);
+  if (x.duration_s > 0) record = AsStabilityRun(std::move(record), x.duration_s);
+  const std::string launch_json = LaunchRecordToJson(record);
+  const std::string params = MapToJson(wl.config_params);
+  const std::string selector = MapToJson(wl.spec.run.selector);
+  for (int i = 1; i <= repeats; ++i) {
+    w.exec_params0(
+        "INSERT INTO runs(workload_id, baseline_id, config_id, idx, params, launch, selector, "
+        "state, schedule_id, expected_s) VALUES ($1,$2,$3,$4,$5::jsonb,$6::jsonb,$7::jsonb,"
+        "'queued',$8,$9)",
+        wl.id, id, wl.config_id, i, params, launch_json, selector, opt(x.schedule_id),
+        x.expected_s);
+  }
+  Audit(w, actor, x.purpose == "baseline" ? "baseline.created" : x.purpose + ".created", "baseline",
+        id,
+        {{"workload", wl.name},
+         {"config_version", wl.config_version},
+         {"repeats", repeats},
+         {"purpose", x.purpose}});
+  return id;
+}
+
+}  // namespace internal
+
+using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
+
+Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
+                                      const std::string& actor) {
+  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
+    auto wl = ResolveWorkload(w, workload);
+    if (!wl.ok()) return wl.status();
+    if (repeats < 0 || repeats > 1000)
+      return Status::InvalidArgument(
+          "--repeats: " + std::to_string(repeats) +
+          " is out of range; allowed 1..1000 (0 = the workload's run.repeats)");
+    if (repeats == 0) repeats = wl->spec.run.repeats;
+    return CreateBaselineTx(w, *wl, repeats, actor);
+  });
+}
+
+Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) {
+  auto done = InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+    auto st = w.exec_params("SELECT state, purpose FROM baselines WHERE id = $1 FOR UPDATE", id);
+    if (st.empty()) return Status::NotFound("baseline " + std::to_string(id) + " not found");
+    if (st[0][0].as<std::string>() != "running")
+      return Status::FailedPrecondition("baseline " + std::to_string(id) + " is " +
+                                        st[0][0].as<std::string>() +
+                                        "; only a running one can be cancelled");
+    w.exec_params0(
+        "UPDATE baselines SET state = 'cancelled', finished_at = tunectl_now() WHERE id = $1", id);
+    w.exec_params0(
+        "UPDATE runs SET state = 'cancelled', finished_at = tunectl_now(), reason = $2 WHERE "
+        "baseline_id = "
+        "$1 AND state = 'queued'",
+        id, st[0][1].as<std::string>() + " cancelled");
+    w.exec_params0(
+        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE baseline_id = $1 AND "
+        "state IN ('assigned','running')",
+        id);
+    Audit(w, actor, "baseline.cancelled", "baseline", id,
+          {{"purpose", st[0][1].as<std::string>()}});
+    return true;
+  });
+  if (!done.ok()) return done.status();
+  return GetBaseline(id);
+}
+
+Result<BaselineRow> Store::GetBaseline(int64_t id) {
+  return InTx<BaselineRow>(pool_, clock_, [&](pqxx::work& w) -> Result<BaselineRow> {
+    auto r = w.exec_params(
+        "SELECT b.id, wl.name, c.version, c.params::text, b.repeats, b.state, wl.spec::text, "
+        "tunectl_ts(b.created_at), COALESCE(tunectl_ts(b.finished_at), ''), "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state = 'succeeded'), "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state IN "
+        "('failed','cancelled','lost')), "
+        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+        " AND r.state IN "
+        "('queued','assigned','running')), b.purpose "
+        "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
+        "JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1",
+        id);
+    if (r.empty()) {
+      auto last = w.exec("SELECT max(id) FROM baselines")[0][0];
+      return Status::NotFound("baseline " + std::to_string(id) + " not found" +
+                              (last.is_null()
+                                   ? "; there are no baselines yet"
+                                   : "; baselines are numbered 1.." + last.as<std::string>()));
+    }
+    BaselineRow b;
+    b.id = r[0][0].as<int64_t>();
+    b.workload = r[0][1].as<std::string>();
+    b.config_version = r[0][2].as<int>();
+    b.params = JsonToMap(r[0][3].as<std::string>());
+    b.repeats = r[0][4].as<int>();
+    b.state = r[0][5].as<std::string>();
+    auto spec = ParseWorkloadSpec(r[0][6].as<std::string>());
+    if (spec.ok()) b.spec = *spec;
+    b.created_at = r[0][7].as<std::string>();
+    b.finished_at = r[0][8].as<std::string>();
+    b.purpose = r[0][12].as<std::string>();
+    b.runs_succeeded = r[0][9].as<int>();
+    b.runs_failed = r[0][10].as<int>();
+    b.runs_active = r[0][11].as<int>();
+    auto sums = w.exec_params(
+        "SELECT metric, n, median, mean, stddev, cv, min, max FROM baseline_summaries "
+        "WHERE baseline_id = $1",
+        id);
+    std::map<std::string, MetricSummaryRow> by_name;
+    for (const auto& s : sums) {
+      MetricSummaryRow m;
+      m.metric = s[0].as<std::string>();
+      m.stats.n = s[1].as<int>();
+      m.stats.median = s[2].as<double>();
+      m.stats.mean = s[3].as<double>();
+      m.stats.stddev = s[4].as<double>();
+      m.stats.cv = s[5].as<double>();
+      m.stats.min = s[6].as<double>();
+      m.stats.max = s[7].as<double>();
+      by_name[m.metric] = m;
+    }
+    for (const auto& m : b.spec.metrics)
+      if (auto it = by_name.find(m.name); it != by_name.end()) b.summaries.push_back(it->second);
+    return b;
+  });
+}
+
+Result<std::vector<BaselineRow>> Store::ListBaselines(const std::string& workload) {
+  auto ids =
+      InTx<std::vector<int64_t>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<int64_t>> {
+        if (!workload.empty()) {
+          auto wl = LoadWorkload(w, workload);
+          if (!wl.ok()) return wl.status();
+        }
+        std::vector<int64_t> out;
+        auto r = w.exec_params(
+            "SELECT b.id FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
+            "WHERE ($1 = '' OR wl.name = $1) AND b.purpose = 'baseline' ORDER BY b.id",
+            workload);
+        for (const auto& row : r) out.push_back(row[0].as<int64_t>());
+        return out;
+      });
+  if (!ids.ok()) return ids.status();
+  std::vector<BaselineRow> out;
+  for (int64_t id : *ids) {
+    auto b = GetBaseline(id);
+    if (!b.ok()) return b.status();
+    out.push_back(*b);
+  }
+  return out;
+}
+
+Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
+  return InTx<
+      std::vector<RunRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<RunRow>> {
+    if (baseline_id > 0 &&
+        w.exec_params("SELECT 1 FROM baselines WHERE id = $1", baseline_id).empty())
+      return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
+    auto r = w.exec_params(
+        std::string(kRunSelect) +
+            "WHERE $1 = 0 OR EXISTS (SELECT 1 FROM baselines b WHERE b.id = $1 AND " BASELINE_RUNS
+            ") ORDER BY r.id DESC LIMIT $2",
+        baseline_id, limit > 0 ? limit : 200);
+    std::vector<RunRow> out;
+    for (const auto& row : r) out.push_back(RunFromRow(row));
+    std::reverse(out.begin(), out.end());
+    return out;
+  });
+}
+
+Result<RunRow> Store::GetRun(int64_t id) {
+  return InTx<RunRow>(pool_, clock_, [&](pqxx::work& w) -> Result<RunRow> {
+    auto r = w.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", id);
+    if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
+    RunRow x = RunFromRow(r[0]);
+    auto m = w.exec_params(
+        "SELECT metric, samples, steady, median, min, max, usable, detected_warmup, warnings "
+        "FROM run_summaries WHERE run_id = $1 "
+        "ORDER BY metric",
+        id);
+    for (const auto& row : m) {
+      RunMetricRow rm;
+      rm.metric = row[0].as<std::string>();
+      rm.samples = row[1].as<int>();
+      rm.steady = row[2].as<int>();
+      if (!row[3].is_null()) rm.median = row[3].as<double>();
+      if (!row[4].is_null()) rm.min = row[4].as<double>();
+      if (!row[5].is_null()) rm.max = row[5].as<double>();
+      rm.usable = row[6].as<bool>();
+      rm.detected_warmup = row[7].as<int>();
+      rm.warnings = row[8].as<std::string>();
+      x.metrics.push_back(rm);
+    }
+    return x;
+  });
+}
+
+Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
+                                     const std::vector<SampleIn>& samples) {
+  // The hot path decides nothing: no clock round trip (received_at is the database's time).
+  return InTx<bool>(pool_, nullptr, [&](pqxx::work& w) -> Result<bool> {
+    auto r = w.exec_params(
+        "INSERT INTO metric_batches(run_id, attempt, seq, samples) VALUES ($1,$2,$3,$4) "
+        "ON CONFLICT DO NOTHING RETURNING seq",
+        run_id, attempt, seq, static_cast<int>(samples.size()));
+    if (r.empty()) return false;
+    if (!samples.empty()) {
+      pqxx::stream_to s(
+          w, "metric_samples",
+          std::vector<std::string>{"run_id", "attempt", "metric", "step", "value", "line_no"});
+      for (const auto& x : samples)
+        s << std::make_tuple(run_id, attempt, x.metric, x.step, x.value, x.line_no);
+      s.complete();
+    }
+    return true;
+  });
+}
+
+Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
+                        const std::string& actor) {
+  return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+    if (w.exec_params("SELECT 1 FROM runs WHERE id = $1", run_id).empty())
+      return Status::NotFound("run " + std::to_string(run_id) + " not found");
+    const RunOwners owners = LockRunOwners(w, {run_id});
+    auto r = w.exec_params(
+        "SELECT attempt, state, launch::text AS launch, cancel_reason FROM runs WHERE id = $1 "
+        "FOR UPDATE",
+        run_id);
+    const auto current = ParseRunState(r[0]["state"].as<std::string>());
+    if (r[0]["attempt"].as<int>() != attempt || !current || IsTerminal(*current)) return true;
+
+    RunReport report;
+    report.exit_code = res.exit_code;
+    report.signal = res.signal;
+    report.reason = res.reason;
+    report.duration_reached = res.duration_reached;
+    report.batches_sent = res.batches;
+    report.batches_stored =
+        w.exec_params1("SELECT count(*) FROM metric_batches WHERE run_id = $1 AND attempt = $2",
+                       run_id, attempt)[0]
+            .as<int64_t>();
+    report.window_cancel = r[0]["cancel_reason"].as<std::string>() == "window";
+    const RunOutcome outcome = DecideRunOutcome(report);
+    if (outcome.requeue) {
+      // Stopped at the end of its window (policy requeue): a new attempt that does not count
+      // against the run's attempts.
+      w.exec_params0(
+          "UPDATE runs SET max_attempts = max_attempts + 1, cancel_requested = false, "
+          "cancel_reason = '' WHERE id = $1",
+          run_id);
+      RequeueRuns(w, {run_id}, outcome.reason, actor);
+      return true;
+    }
+    const std::string state = Name(outcome.state);
+    w.exec_params0(
+        "UPDATE runs SET state = $2, exit_code = $3, signal = $4, reason = $5, stderr_tail = $6, "
+        "lines = $7, finished_at = tunectl_now() WHERE id = $1",
+        run_id, state, res.exit_code, res.signal, outcome.reason, res.stderr_tail, res.lines);
+
+    auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
+    if (!launch.ok())
+      return Status::Internal("run " + std::to_string(run_id) + ": " + launch.status().message());
+    std::map<std::string, std::vector<StepValue>> series;
+    for (const auto& m : launch->metrics) series[m.name];
+    for (const auto& s : w.exec_params(
+             "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
+             "ORDER BY metric, step",
+             run_id, attempt))
+      series[s["metric"].as<std::string>()].push_back(
+          {s["step"].as<int64_t>(), s["value"].as<double>()});
+    // Steps marked by run.skip_steps (checkpoint saves, evaluations) are left out of every metric.
+    const std::map<std::string, int> skipped = DropSkippedSteps(&series);
+    w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);
+    json detail = {{"attempt", attempt},
+                   {"state", state},
+                   {"exit_code", res.exit_code},
+                   {"signal", res.signal},
+                   {"reason", outcome.reason}};
+    std::vector<std::string> names;
+    std::vector<SteadyState> analyses;
+    for (const auto& [metric, values] : series) {
+      SteadyState s = AnalyzeRun(values, launch->warmup_steps, launch->BetterOf(metric));
+      names.push_back(metric);
+      analyses.push_back(s);
+      std::optional<double> med, mn, mx;
+      if (s.stats.n > 0) {
+        med = s.stats.median;
+        mn = s.stats.min;
+        mx = s.stats.max;
+      }
+      int nonfinite = 0;
+      for (const auto& sv : values) nonfinite += std::isfinite(sv.value) ? 0 : 1;
+      std::string warnings;
+      for (const auto& x : s.warnings) warnings += (warnings.empty() ? "" : "; ") + x;
+      if (auto it = skipped.find(metric); it != skipped.end())
+        warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +
+                    " sample(s) at skipped steps (run.skip_steps) left out";
+      w.exec_params0(
+          "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
+          "usable, detected_warmup, mad, lag1, warnings) "
+          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+          run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite, s.usable(),
+          s.detected_warmup, s.mad, s.lag1, warnings);
+    }
+    Audit(w, actor, "run." + state, "run", run_id, detail);
+    WatchRun(w, run_id, names, analyses);
+    for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
+    for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);
+    return true;
+  }));
+}
+
+}  // namespace tunectl

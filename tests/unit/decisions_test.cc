@@ -1,0 +1,226 @@
+#include "core/decisions.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sequential.h"
+#include "core/tuning_log.h"
+
+namespace tunectl {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+WorkloadSpec Spec(int repeats = 5) {
+  auto s = ParseWorkloadSpec(R"(
+name: demo
+command: [train]
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary, min_effect: 0.03}
+run: {repeats: )" + std::to_string(repeats) +
+                             "}\n");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(ExperimentSizing, DefaultCapIsTwiceTheRepeatsAtLeastTenFirstLookAtFourPairs) {
+  EXPECT_EQ(SizeExperiment(0, Spec(5))->max_pairs, 10);
+  EXPECT_EQ(SizeExperiment(0, Spec(8))->max_pairs, 16);
+  EXPECT_EQ(SizeExperiment(0, Spec(5))->first_pairs, 4);
+  EXPECT_EQ(SizeExperiment(3, Spec(5))->first_pairs, 3);
+}
+
+TEST(ExperimentSizing, RefusesACapOutOfRange) {
+  auto r = SizeExperiment(1, Spec());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("--repeats: 1"));
+  EXPECT_FALSE(SizeExperiment(501, Spec()).ok());
+}
+
+TEST(BatchExpansion, OneSingleVariableChangePerValueWithoutDuplicates) {
+  auto r = ExpandBatchVary({"num_workers=8,16", "prefetch_factor=4", "num_workers=8"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(*r, ElementsAre("num_workers=8", "num_workers=16", "prefetch_factor=4"));
+}
+
+TEST(BatchExpansion, RefusesMissingNamesAndEmptyValues) {
+  EXPECT_THAT(ExpandBatchVary({}).status().message(), HasSubstr("--vary: missing"));
+  EXPECT_THAT(ExpandBatchVary({"=4"}).status().message(), HasSubstr("not NAME=VALUE"));
+  EXPECT_THAT(ExpandBatchVary({"a=1,,2"}).status().message(), HasSubstr("empty value"));
+}
+
+Verdict PrimaryVerdict(double control_median) {
+  Verdict v;
+  v.primary = "sps";
+  MetricVerdict m;
+  m.metric = "sps";
+  m.n_control = 4;
+  m.control_median = control_median;
+  v.metrics.push_back(m);
+  return v;
+}
+
+TEST(Drift, ControlsFartherThanMinEffectFromTheBaselineRaiseIt) {
+  EXPECT_EQ(DriftNote(PrimaryVerdict(102), Spec(), 100.0, 7), "");
+  EXPECT_THAT(DriftNote(PrimaryVerdict(110), Spec(), 100.0, 7),
+              HasSubstr("differ from baseline 7 by +10.0%"));
+  EXPECT_EQ(DriftNote(PrimaryVerdict(110), Spec(), std::nullopt, 7), "");
+}
+
+TEST(BatchCorrection, WaitsWhileAMemberRunsThenAdjustsEveryMember) {
+  std::vector<BatchMember> m = {{ExperimentState::kMeasured, "improved", 0.03},
+                                {ExperimentState::kRunning, "", 1}};
+  EXPECT_FALSE(DecideBatch(m, "holm").has_value());
+  m[1] = {ExperimentState::kMeasured, "improved", 0.001};
+  auto d = DecideBatch(m, "holm");
+  ASSERT_TRUE(d.has_value());
+  // Holm: 0.001·2 = 0.002 stays under 0.05; 0.03 → max(0.03, 0.002) = 0.03 stays too.
+  EXPECT_EQ((*d)[0].decision, "improved");
+  m.push_back({ExperimentState::kMeasured, "unchanged", 0.6});
+  m[0].p_value = 0.04;
+  d = DecideBatch(m, "holm");
+  EXPECT_EQ((*d)[0].decision, "inconclusive");  // 0.04·2 = 0.08 ≥ 0.05
+  EXPECT_EQ((*d)[0].unadjusted, "improved");
+  EXPECT_THAT((*d)[0].note, HasSubstr("inconclusive after Holm"));
+  EXPECT_EQ((*d)[1].decision, "improved");
+  EXPECT_EQ((*d)[2].decision, "unchanged");
+}
+
+TEST(BatchCorrection, TheAdjustedDecisionIsTheVerdictsDecision) {
+  Verdict v = PrimaryVerdict(100);
+  v.decision = "improved";
+  v.hypothesis = "confirmed";
+  BatchDecision d{"inconclusive", "improved", 0.08, "improved alone, inconclusive after Holm"};
+  Verdict after = ApplyBatchDecision(v, d, "holm");
+  EXPECT_EQ(after.decision, "inconclusive");
+  EXPECT_EQ(after.unadjusted_decision, "improved");
+  EXPECT_EQ(after.hypothesis, "inconclusive");
+  EXPECT_EQ(after.adjusted_p, 0.08);
+  auto back = VerdictFromJson(VerdictToJson(after));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->correction, "holm");
+  EXPECT_EQ(back->unadjusted_decision, "improved");
+  EXPECT_EQ(back->adjusted_p, 0.08);
+}
+
+FreezeFacts Decided(const std::string& decision) {
+  FreezeFacts f;
+  f.experiment = 3;
+  f.state = ExperimentState::kDecided;
+  f.decision = decision;
+  f.workload = "demo";
+  f.control_version = f.current_version = 1;
+  return f;
+}
+
+TEST(FreezePolicy, OnlyImprovedFreezesUnlessForcedWithAReason) {
+  EXPECT_TRUE(CheckFreeze(Decided("improved")).ok());
+  FreezeFacts f = Decided("inconclusive");
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("--force --reason"));
+  f.force = true;
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("--reason: missing"));
+  f.reason = "needed for the release";
+  EXPECT_TRUE(CheckFreeze(f).ok());
+}
+
+TEST(FreezePolicy, RefusesRunningMeasuredFrozenAndStaleExperiments) {
+  FreezeFacts f = Decided("improved");
+  f.state = ExperimentState::kMeasured;
+  f.batch = 2;
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("batch 2 is still running"));
+  f.state = ExperimentState::kRunning;
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("still running"));
+  f.state = ExperimentState::kFrozen;
+  f.frozen_version = 2;
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("already frozen as config v2"));
+  f = Decided("improved");
+  f.current_version = 2;
+  EXPECT_THAT(CheckFreeze(f).message(), HasSubstr("current config is v2"));
+}
+
+TEST(StabilityVerdict, FailedRunIsARegressionAndAStableOneIsNot) {
+  const WorkloadSpec spec = Spec();
+  auto failed = JudgeStabilityRun(spec, 9, 2, RunState::kFailed, "exit code 1", {}, {});
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->message, "stability run 9 of v2: failed (exit code 1)");
+  SteadyState steady;
+  steady.samples = 100;
+  steady.stats.n = 80;
+  EXPECT_FALSE(JudgeStabilityRun(spec, 9, 2, RunState::kSucceeded, "", {"sps"}, {steady}));
+  SteadyState slowing = steady;
+  slowing.slowdown = true;
+  auto j = JudgeStabilityRun(spec, 9, 2, RunState::kSucceeded, "", {"sps"}, {slowing});
+  ASSERT_TRUE(j);
+  EXPECT_THAT(j->message, HasSubstr("sps degraded part-way"));
+  EXPECT_EQ(StabilityVerdictName(RunState::kRunning, false), "pending");
+  EXPECT_EQ(StabilityVerdictName(RunState::kSucceeded, true), "regression");
+  EXPECT_EQ(StabilityVerdictName(RunState::kCancelled, false), "cancelled");
+}
+
+TEST(TuningLog, DecidedEntrySaysWhatChangedWhatHappenedAndTheCorrection) {
+  DecidedEntryIn in;
+  in.experiment = 4;
+  in.workload = "demo";
+  in.change.from = {{"num_workers", "1"}};
+  in.change.to = {{"num_workers", "8"}};
+  in.verdict = PrimaryVerdict(100);
+  in.verdict.decision = "inconclusive";
+  in.verdict.correction = "holm";
+  in.verdict.unadjusted_decision = "improved";
+  in.verdict.adjusted_p = 0.08;
+  in.hypothesis = HypothesisRef{1, "the loader starves", "data_wait high", "sps +10%"};
+  in.batch = 2;
+  auto j = nlohmann::json::parse(DecidedEntry(in));
+  EXPECT_EQ(j["change"], "num_workers 1→8");
+  EXPECT_EQ(j["decision"], "inconclusive");
+  EXPECT_EQ(j["correction"]["unadjusted_decision"], "improved");
+  EXPECT_EQ(j["batch"], 2);
+  EXPECT_EQ(j["primary"]["metric"], "sps");
+  EXPECT_EQ(j["hypothesis"]["expected"], "sps +10%");
+}
+
+TEST(TuningLog, RegressionAndResolvedEntriesNameTheRunAndTheFix) {
+  auto r = nlohmann::json::parse(RegressionEntry(
+      {5, "change_point", "demo", "sps", "went from 100 to 70", 2, 31, 100.0, 70.0, 0.0001}));
+  EXPECT_EQ(r["decision"], "regressed");
+  EXPECT_EQ(r["first_bad_run"], 31);
+  EXPECT_DOUBLE_EQ(r["primary"]["ratio"].get<double>(), 0.7);
+  auto f = nlohmann::json::parse(ResolvedEntry({5, "sps", "node n3 replaced", 31, 2}));
+  EXPECT_EQ(f["change"], "regression 5 resolved: node n3 replaced");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+ArmData Arm(const std::vector<double>& v, const std::vector<int>& pairs) {
+  ArmData a;
+  a.values["sps"] = v;
+  a.pairs["sps"] = pairs;
+  a.runs = 4;
+  return a;
+}
+
+TEST(SequentialLook, NoEarlyStopOnFewerThanThreeUsablePairs) {
+  const WorkloadSpec spec = Spec();
+  SequentialOptions design;
+  design.max_pairs = 8;
+  const ArmData control = Arm({100, 101, 100.5, 99.5}, {0, 1, 2, 3});
+  // Two of four variant runs left out: a doubled throughput on two pairs does not stop the look.
+  ArmData two = Arm({200, 201}, {0, 1});
+  EXPECT_EQ(UsablePairs(spec, control, two), 2);
+  EXPECT_FALSE(EvaluateSequential(spec, control, two, std::nullopt, design).stop);
+  ArmData three = Arm({200, 201, 199}, {0, 1, 3});
+  EXPECT_EQ(UsablePairs(spec, control, three), 3);
+  EXPECT_TRUE(EvaluateSequential(spec, control, three, std::nullopt, design).stop);
+  design.max_pairs = 4;  // at the cap the look decides whatever is left
+  EXPECT_TRUE(EvaluateSequential(spec, control, two, std::nullopt, design).stop);
+}
+
+}  // namespace
+}  // namespace tunectl
