@@ -55,20 +55,21 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
       pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<AgentRow>> {
         std::vector<AgentRow> out;
         auto r = w.exec(
-            "SELECT a.id, a.name, a.labels::text, a.slots, a.connected, a.version, "
-            "tunectl_ts(a.last_seen), (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND "
-            "r.state IN ('assigned','running')), a.busy FROM agents a ORDER BY a.name");
+            Sql("SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
+                "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
+                "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
+                "{held}) AS running, a.busy AS busy FROM agents a ORDER BY a.name"));
         for (const auto& row : r) {
           AgentRow a;
-          a.id = row[0].as<int64_t>();
-          a.name = row[1].as<std::string>();
-          a.labels = JsonToMap(row[2].as<std::string>());
-          a.slots = row[3].as<int>();
-          a.connected = row[4].as<bool>();
-          a.version = row[5].as<std::string>();
-          a.last_seen = row[6].as<std::string>();
-          a.running = row[7].as<int>();
-          a.busy = row[8].as<bool>();
+          a.id = row["id"].as<int64_t>();
+          a.name = row["name"].as<std::string>();
+          a.labels = JsonToMap(row["labels"].as<std::string>());
+          a.slots = row["slots"].as<int>();
+          a.connected = row["connected"].as<bool>();
+          a.version = row["version"].as<std::string>();
+          a.last_seen = row["last_seen"].as<std::string>();
+          a.running = row["running"].as<int>();
+          a.busy = row["busy"].as<bool>();
           out.push_back(a);
         }
         return out;
@@ -80,8 +81,7 @@ Result<int> Store::ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef
     std::set<RunRef> keep(active.begin(), active.end());
     std::vector<int64_t> stale;
     auto r = w.exec_params(
-        "SELECT id, attempt FROM runs WHERE agent_id = $1 AND state IN ('assigned','running')",
-        agent_id);
+        Sql("SELECT id, attempt FROM runs WHERE agent_id = $1 AND state IN {held}"), agent_id);
     for (const auto& row : r) {
       RunRef ref{row[0].as<int64_t>(), row[1].as<int>()};
       if (!keep.count(ref)) stale.push_back(ref.run_id);
@@ -93,10 +93,9 @@ Result<int> Store::ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef
 Result<int> Store::ExpireAgents(int timeout_s) {
   return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
     auto agents = w.exec_params(
-        "SELECT a.id, a.name FROM agents a WHERE a.last_seen < tunectl_now() - make_interval(secs "
-        "=> $1) "
-        "AND (a.connected OR EXISTS (SELECT 1 FROM runs r WHERE r.agent_id = a.id AND r.state IN "
-        "('assigned','running'))) FOR UPDATE SKIP LOCKED",
+        Sql("SELECT a.id, a.name FROM agents a WHERE a.last_seen < tunectl_now() - "
+            "make_interval(secs => $1) AND (a.connected OR EXISTS (SELECT 1 FROM runs r WHERE "
+            "r.agent_id = a.id AND r.state IN {held})) FOR UPDATE SKIP LOCKED"),
         timeout_s);
     int n = 0;
     for (const auto& a : agents) {
@@ -106,8 +105,8 @@ Result<int> Store::ExpireAgents(int timeout_s) {
       if (!was.empty())
         Audit(w, "server", "agent.expired", "agent", id, {{"silent_for_s", timeout_s}});
       std::vector<int64_t> runs;
-      for (const auto& r : w.exec_params(
-               "SELECT id FROM runs WHERE agent_id = $1 AND state IN ('assigned','running')", id))
+      for (const auto& r :
+           w.exec_params(Sql("SELECT id FROM runs WHERE agent_id = $1 AND state IN {held}"), id))
         runs.push_back(r[0].as<int64_t>());
       n += RequeueRuns(w, runs, "lost: agent " + a[1].as<std::string>() + " went silent", "server");
     }
@@ -126,29 +125,26 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
     if (!w.exec("SELECT 1 FROM schedules WHERE max_agents > 0 LIMIT 1").empty())
       w.exec("SELECT pg_advisory_xact_lock(7325001)");
     auto r = w.exec_params(
-        "WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
-        "LEFT JOIN schedules s ON s.id = r.schedule_id "
-        "WHERE r.state = 'queued' AND r.selector <@ $1::jsonb AND (e.agent_id IS NULL OR "
-        "e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = e.agent_id AND "
-        "a.connected)) AND (r.schedule_id IS NULL OR (COALESCE(($4::jsonb ->> "
-        "r.schedule_id::text)::bigint, -1) >= r.expected_s AND (s.max_agents = 0 OR EXISTS "
-        "(SELECT 1 FROM runs x WHERE x.schedule_id = r.schedule_id AND x.agent_id = $3 AND "
-        "x.state IN ('assigned','running')) OR (SELECT count(DISTINCT x.agent_id) FROM runs x "
-        "WHERE x.schedule_id = r.schedule_id AND x.state IN ('assigned','running')) < "
-        "s.max_agents))) "
-        "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = $3 "
-        "AND b.state IN ('assigned','running'))) FOR UPDATE OF r SKIP LOCKED) "
-        "UPDATE runs SET state = 'assigned', agent_id = $3, assigned_at = tunectl_now(), reason = "
-        "'' "
-        "FROM c, workloads wl WHERE runs.id = c.id AND wl.id = runs.workload_id "
-        "RETURNING runs.id, runs.attempt, runs.launch::text, wl.name",
+        Sql("WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
+            "LEFT JOIN schedules s ON s.id = r.schedule_id WHERE r.state = 'queued' AND r.selector "
+            "<@ $1::jsonb AND (e.agent_id IS NULL OR e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM "
+            "agents a WHERE a.id = e.agent_id AND a.connected)) AND (r.schedule_id IS NULL OR "
+            "(COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s AND "
+            "(s.max_agents = 0 OR EXISTS (SELECT 1 FROM runs x WHERE x.schedule_id = r.schedule_id "
+            "AND x.agent_id = $3 AND x.state IN {held}) OR (SELECT count(DISTINCT x.agent_id) FROM "
+            "runs x WHERE x.schedule_id = r.schedule_id AND x.state IN {held}) < s.max_agents))) "
+            "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = "
+            "$3 AND b.state IN {held})) FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET state = "
+            "'assigned', agent_id = $3, assigned_at = tunectl_now(), reason = '' FROM c, workloads "
+            "wl WHERE runs.id = c.id AND wl.id = runs.workload_id RETURNING runs.id, runs.attempt, "
+            "runs.launch::text AS launch, wl.name AS workload"),
         MapToJson(labels), slots, agent_id, open_windows);
     for (const auto& row : r) {
       LaunchPlan p;
-      p.run_id = row[0].as<int64_t>();
-      p.attempt = row[1].as<int>();
-      p.workload = row[3].as<std::string>();
-      auto rec = LaunchRecordFromJson(row[2].as<std::string>());
+      p.run_id = row["id"].as<int64_t>();
+      p.attempt = row["attempt"].as<int>();
+      p.workload = row["workload"].as<std::string>();
+      auto rec = LaunchRecordFromJson(row["launch"].as<std::string>());
       if (!rec.ok())
         return Status::Internal("run " + std::to_string(p.run_id) + ": " + rec.status().message());
       p.argv = rec->argv;
@@ -193,10 +189,9 @@ Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id) {
 Result<PendingCancelList> Store::PendingCancels(int64_t agent_id) {
   return InTx<PendingCancelList>(pool_, clock_, [&](pqxx::work& w) -> Result<PendingCancelList> {
     PendingCancelList out;
-    for (const auto& r : w.exec_params(
-             "SELECT id, attempt FROM runs WHERE agent_id = $1 AND cancel_requested AND state IN "
-             "('assigned','running')",
-             agent_id))
+    for (const auto& r : w.exec_params(Sql("SELECT id, attempt FROM runs WHERE agent_id = $1 AND "
+                                           "cancel_requested AND state IN {held}"),
+                                       agent_id))
       out.push_back({r[0].as<int64_t>(), r[1].as<int>()});
     return out;
   });

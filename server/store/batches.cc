@@ -12,42 +12,44 @@ using namespace internal;  // NOLINT(google-build-using-namespace): the store's 
 namespace {
 
 const char* const kScheduleSelect =
-    "SELECT id, name, COALESCE(window_spec, ''), COALESCE(cron, ''), duration_s, tz, max_agents, "
-    "actor, tunectl_ts(created_at), on_window_end FROM schedules ";
+    "SELECT id AS id, name AS name, COALESCE(window_spec, '') AS window, COALESCE(cron, '') "
+    "AS cron, duration_s AS duration_s, tz AS tz, max_agents AS max_agents, actor AS actor, "
+    "tunectl_ts(created_at) AS created_at, on_window_end AS on_window_end FROM schedules ";
 
 ScheduleRow ScheduleFromRow(const pqxx::row& r) {
   ScheduleRow s;
-  s.id = r[0].as<int64_t>();
-  s.name = r[1].as<std::string>();
-  s.window = r[2].as<std::string>();
-  s.cron = r[3].as<std::string>();
-  s.duration_s = r[4].as<int64_t>();
-  s.tz = r[5].as<std::string>();
-  s.max_agents = r[6].as<int>();
-  s.actor = r[7].as<std::string>();
-  s.created_at = r[8].as<std::string>();
-  s.on_window_end = r[9].as<std::string>();
+  s.id = r["id"].as<int64_t>();
+  s.name = r["name"].as<std::string>();
+  s.window = r["window"].as<std::string>();
+  s.cron = r["cron"].as<std::string>();
+  s.duration_s = r["duration_s"].as<int64_t>();
+  s.tz = r["tz"].as<std::string>();
+  s.max_agents = r["max_agents"].as<int>();
+  s.actor = r["actor"].as<std::string>();
+  s.created_at = r["created_at"].as<std::string>();
+  s.on_window_end = r["on_window_end"].as<std::string>();
   return s;
 }
 
 Result<BatchRow> LoadBatch(pqxx::work& w, int64_t id) {
   auto r = w.exec_params(
-      "SELECT b.id, wl.name, COALESCE(s.name, ''), b.state, b.correction, b.actor, "
-      "tunectl_ts(b.created_at), b.baseline_id, COALESCE(b.schedule_id, 0) FROM batches b "
-      "JOIN workloads wl ON wl.id = b.workload_id LEFT JOIN schedules s ON s.id = b.schedule_id "
-      "WHERE b.id = $1",
+      "SELECT b.id AS id, wl.name AS workload, COALESCE(s.name, '') AS schedule, b.state AS "
+      "state, b.correction AS correction, b.actor AS actor, tunectl_ts(b.created_at) AS "
+      "created_at, b.baseline_id AS baseline_id, COALESCE(b.schedule_id, 0) AS schedule_id FROM "
+      "batches b JOIN workloads wl ON wl.id = b.workload_id LEFT JOIN schedules s ON s.id = "
+      "b.schedule_id WHERE b.id = $1",
       id);
   if (r.empty()) return Status::NotFound("batch " + std::to_string(id) + " not found");
   BatchRow b;
-  b.id = r[0][0].as<int64_t>();
-  b.workload = r[0][1].as<std::string>();
-  b.schedule = r[0][2].as<std::string>();
-  b.state = r[0][3].as<std::string>();
-  b.correction = r[0][4].as<std::string>();
-  b.actor = r[0][5].as<std::string>();
-  b.created_at = r[0][6].as<std::string>();
-  b.baseline_id = r[0][7].as<int64_t>();
-  b.schedule_id = r[0][8].as<int64_t>();
+  b.id = r[0]["id"].as<int64_t>();
+  b.workload = r[0]["workload"].as<std::string>();
+  b.schedule = r[0]["schedule"].as<std::string>();
+  b.state = r[0]["state"].as<std::string>();
+  b.correction = r[0]["correction"].as<std::string>();
+  b.actor = r[0]["actor"].as<std::string>();
+  b.created_at = r[0]["created_at"].as<std::string>();
+  b.baseline_id = r[0]["baseline_id"].as<int64_t>();
+  b.schedule_id = r[0]["schedule_id"].as<int64_t>();
   bool running = false;
   for (const auto& e :
        w.exec_params("SELECT id FROM experiments WHERE batch_id = $1 ORDER BY id", id)) {

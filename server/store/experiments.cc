@@ -27,18 +27,18 @@ struct BaselineRef {
 
 Result<BaselineRef> LoadBaseline(pqxx::work& w, int64_t id) {
   auto r = w.exec_params(
-      "SELECT b.id, b.state, b.config_id, c.version, c.params::text, wl.name FROM baselines b "
-      "JOIN config_versions c ON c.id = b.config_id JOIN workloads wl ON wl.id = b.workload_id "
-      "WHERE b.id = $1",
+      "SELECT b.id AS id, b.state AS state, b.config_id AS config_id, c.version AS version, "
+      "c.params::text AS params, wl.name AS workload FROM baselines b JOIN config_versions c ON "
+      "c.id = b.config_id JOIN workloads wl ON wl.id = b.workload_id WHERE b.id = $1",
       id);
   if (r.empty()) return Status::NotFound("baseline " + std::to_string(id) + " not found");
   BaselineRef b;
-  b.id = r[0][0].as<int64_t>();
-  b.state = r[0][1].as<std::string>();
-  b.config_id = r[0][2].as<int64_t>();
-  b.config_version = r[0][3].as<int>();
-  b.params = JsonToMap(r[0][4].as<std::string>());
-  auto wl = LoadWorkload(w, r[0][5].as<std::string>());
+  b.id = r[0]["id"].as<int64_t>();
+  b.state = r[0]["state"].as<std::string>();
+  b.config_id = r[0]["config_id"].as<int64_t>();
+  b.config_version = r[0]["version"].as<int>();
+  b.params = JsonToMap(r[0]["params"].as<std::string>());
+  auto wl = LoadWorkload(w, r[0]["workload"].as<std::string>());
   if (!wl.ok()) return wl.status();
   b.workload = *wl;
   return b;
@@ -81,85 +81,88 @@ std::vector<std::string> VaryArgs(const Change& c) {
 }
 
 const char* const kExperimentSelect =
-    "SELECT e.id, wl.name, e.baseline_id, COALESCE(e.hypothesis_id, 0), "
-    "COALESCE(h.expect_text, ''), c.version, e.change::text, e.repeats, e.state, "
-    "COALESCE(e.decision, ''), COALESCE(e.verdict::text, ''), "
-    "(SELECT count(*) FROM runs r WHERE r.experiment_id = e.id), "
-    "(SELECT count(*) FROM runs r WHERE r.experiment_id = e.id AND r.state = 'succeeded'), "
-    "(SELECT count(*) FROM runs r WHERE r.experiment_id = e.id AND r.state IN ('failed','lost')), "
-    "(SELECT count(*) FROM runs r WHERE r.experiment_id = e.id AND r.state IN "
-    "('queued','assigned','running')), "
-    "COALESCE(fc.version, 0), COALESCE(e.frozen_by, ''), COALESCE(e.freeze_reason, ''), e.actor, "
-    "tunectl_ts(e.created_at), COALESCE(tunectl_ts(e.decided_at), ''), "
-    "COALESCE(tunectl_ts(e.frozen_at), ''), COALESCE(a.name, ''), e.spec_revision, "
-    "COALESCE(e.batch_id, 0) "
-    "FROM experiments e JOIN workloads wl ON wl.id = e.workload_id "
-    "JOIN config_versions c ON c.id = e.control_config_id "
-    "LEFT JOIN hypotheses h ON h.id = e.hypothesis_id "
-    "LEFT JOIN config_versions fc ON fc.id = e.frozen_config_id "
-    "LEFT JOIN agents a ON a.id = e.agent_id ";
+    "SELECT e.id AS id, wl.name AS workload, e.baseline_id AS baseline_id, "
+    "COALESCE(e.hypothesis_id, 0) AS hypothesis_id, COALESCE(h.expect_text, '') AS "
+    "hypothesis_expect, c.version AS config_version, e.change::text AS change, e.repeats AS "
+    "repeats, e.state AS state, COALESCE(e.decision, '') AS decision, "
+    "COALESCE(e.verdict::text, '') AS verdict, (SELECT count(*) FROM runs r WHERE "
+    "r.experiment_id = e.id) AS runs_total, (SELECT count(*) FROM runs r WHERE "
+    "r.experiment_id = e.id AND r.state = 'succeeded') AS runs_done, (SELECT count(*) FROM "
+    "runs r WHERE r.experiment_id = e.id AND r.state IN {failed}) AS runs_failed, (SELECT "
+    "count(*) FROM runs r WHERE r.experiment_id = e.id AND r.state IN {active}) AS "
+    "runs_active, COALESCE(fc.version, 0) AS frozen_version, COALESCE(e.frozen_by, '') AS "
+    "frozen_by, COALESCE(e.freeze_reason, '') AS freeze_reason, e.actor AS actor, "
+    "tunectl_ts(e.created_at) AS created_at, COALESCE(tunectl_ts(e.decided_at), '') AS "
+    "decided_at, COALESCE(tunectl_ts(e.frozen_at), '') AS frozen_at, COALESCE(a.name, '') AS "
+    "agent, e.spec_revision AS spec_revision, COALESCE(e.batch_id, 0) AS batch_id FROM "
+    "experiments e JOIN workloads wl ON wl.id = e.workload_id JOIN config_versions c ON c.id "
+    "= e.control_config_id LEFT JOIN hypotheses h ON h.id = e.hypothesis_id LEFT JOIN "
+    "config_versions fc ON fc.id = e.frozen_config_id LEFT JOIN agents a ON a.id = "
+    "e.agent_id ";
 
 Result<ExperimentRow> ExperimentFromRow(const pqxx::row& r) {
   ExperimentRow e;
-  e.id = r[0].as<int64_t>();
-  e.workload = r[1].as<std::string>();
-  e.baseline_id = r[2].as<int64_t>();
-  e.hypothesis_id = r[3].as<int64_t>();
-  e.hypothesis_expect = r[4].as<std::string>();
-  e.config_version = r[5].as<int>();
-  auto change = ChangeFromJson(r[6].as<std::string>());
+  e.id = r["id"].as<int64_t>();
+  e.workload = r["workload"].as<std::string>();
+  e.baseline_id = r["baseline_id"].as<int64_t>();
+  e.hypothesis_id = r["hypothesis_id"].as<int64_t>();
+  e.hypothesis_expect = r["hypothesis_expect"].as<std::string>();
+  e.config_version = r["config_version"].as<int>();
+  auto change = ChangeFromJson(r["change"].as<std::string>());
   if (!change.ok()) return change.status();
   e.change = *change;
-  e.repeats = r[7].as<int>();
-  e.state = r[8].as<std::string>();
-  e.decision = r[9].as<std::string>();
-  if (const std::string v = r[10].as<std::string>(); !v.empty()) {
+  e.repeats = r["repeats"].as<int>();
+  e.state = r["state"].as<std::string>();
+  e.decision = r["decision"].as<std::string>();
+  if (const std::string v = r["verdict"].as<std::string>(); !v.empty()) {
     auto verdict = VerdictFromJson(v);
     if (!verdict.ok()) return verdict.status();
     e.verdict = *verdict;
   }
-  e.runs_total = r[11].as<int>();
-  e.runs_done = r[12].as<int>();
-  e.runs_failed = r[13].as<int>();
-  e.runs_active = r[14].as<int>();
-  e.frozen_version = r[15].as<int>();
-  e.frozen_by = r[16].as<std::string>();
-  e.freeze_reason = r[17].as<std::string>();
-  e.actor = r[18].as<std::string>();
-  e.created_at = r[19].as<std::string>();
-  e.decided_at = r[20].as<std::string>();
-  e.frozen_at = r[21].as<std::string>();
-  e.agent = r[22].as<std::string>();
-  e.spec_revision = r[23].as<int>();
-  e.batch_id = r[24].as<int64_t>();
+  e.runs_total = r["runs_total"].as<int>();
+  e.runs_done = r["runs_done"].as<int>();
+  e.runs_failed = r["runs_failed"].as<int>();
+  e.runs_active = r["runs_active"].as<int>();
+  e.frozen_version = r["frozen_version"].as<int>();
+  e.frozen_by = r["frozen_by"].as<std::string>();
+  e.freeze_reason = r["freeze_reason"].as<std::string>();
+  e.actor = r["actor"].as<std::string>();
+  e.created_at = r["created_at"].as<std::string>();
+  e.decided_at = r["decided_at"].as<std::string>();
+  e.frozen_at = r["frozen_at"].as<std::string>();
+  e.agent = r["agent"].as<std::string>();
+  e.spec_revision = r["spec_revision"].as<int>();
+  e.batch_id = r["batch_id"].as<int64_t>();
   return e;
 }
 
 Result<ExperimentRow> LoadExperiment(pqxx::work& w, int64_t id) {
-  auto r = w.exec_params(std::string(kExperimentSelect) + "WHERE e.id = $1", id);
+  auto r = w.exec_params(Sql(kExperimentSelect) + "WHERE e.id = $1", id);
   if (r.empty()) return Status::NotFound("experiment " + std::to_string(id) + " not found");
   return ExperimentFromRow(r[0]);
 }
 
 const char* const kHypothesisSelect =
-    "SELECT h.id, wl.name, h.baseline_id, h.change::text, h.expect_text, h.evidence, "
-    "h.statement, h.actor, tunectl_ts(h.created_at), h.locked_at IS NOT NULL, "
-    "COALESCE(h.experiment_id, 0) FROM hypotheses h JOIN workloads wl ON wl.id = h.workload_id ";
+    "SELECT h.id AS id, wl.name AS workload, h.baseline_id AS baseline_id, h.change::text AS "
+    "change, h.expect_text AS expect, h.evidence AS evidence, h.statement AS statement, "
+    "h.actor AS actor, tunectl_ts(h.created_at) AS created_at, h.locked_at IS NOT NULL AS "
+    "locked, COALESCE(h.experiment_id, 0) AS experiment_id FROM hypotheses h JOIN workloads "
+    "wl ON wl.id = h.workload_id ";
 
 HypothesisRow HypothesisFromRow(const pqxx::row& r) {
   HypothesisRow h;
-  h.id = r[0].as<int64_t>();
-  h.workload = r[1].as<std::string>();
-  h.baseline_id = r[2].as<int64_t>();
-  auto c = ChangeFromJson(r[3].as<std::string>());
+  h.id = r["id"].as<int64_t>();
+  h.workload = r["workload"].as<std::string>();
+  h.baseline_id = r["baseline_id"].as<int64_t>();
+  auto c = ChangeFromJson(r["change"].as<std::string>());
   if (c.ok()) h.change = *c;
-  h.expect = r[4].as<std::string>();
-  h.evidence = r[5].as<std::string>();
-  h.statement = r[6].as<std::string>();
-  h.actor = r[7].as<std::string>();
-  h.created_at = r[8].as<std::string>();
-  h.locked = r[9].as<bool>();
-  h.experiment_id = r[10].as<int64_t>();
+  h.expect = r["expect"].as<std::string>();
+  h.evidence = r["evidence"].as<std::string>();
+  h.statement = r["statement"].as<std::string>();
+  h.actor = r["actor"].as<std::string>();
+  h.created_at = r["created_at"].as<std::string>();
+  h.locked = r["locked"].as<bool>();
+  h.experiment_id = r["experiment_id"].as<int64_t>();
   return h;
 }
 
@@ -285,10 +288,10 @@ void RecordDecision(pqxx::work& w, int64_t experiment_id, const Verdict& v,
   in.started_by = row["actor"].as<std::string>();
   in.batch = row["batch_id"].as<int64_t>();
   auto counts = w.exec_params1(
-      "SELECT count(*) FILTER (WHERE arm = 'control' AND state IN ('succeeded','failed','lost')) "
-      "AS control, count(*) FILTER (WHERE arm = 'variant' AND state IN "
-      "('succeeded','failed','lost')) AS variant, count(*) FILTER (WHERE state IN "
-      "('failed','lost')) AS failed FROM runs WHERE experiment_id = $1",
+      Sql("SELECT count(*) FILTER (WHERE arm = 'control' AND (state = 'succeeded' OR state IN "
+          "{failed})) AS control, count(*) FILTER (WHERE arm = 'variant' AND (state = 'succeeded' "
+          "OR state IN {failed})) AS variant, count(*) FILTER (WHERE state IN {failed}) AS failed "
+          "FROM runs WHERE experiment_id = $1"),
       experiment_id);
   in.control_runs = counts["control"].as<int>();
   in.variant_runs = counts["variant"].as<int>();
@@ -455,9 +458,9 @@ Result<std::vector<ExperimentRow>> Store::ListExperiments(const std::string& wor
           if (!wl.ok()) return wl.status();
         }
         std::vector<ExperimentRow> out;
-        for (const auto& r : w.exec_params(
-                 std::string(kExperimentSelect) + "WHERE $1 = '' OR wl.name = $1 ORDER BY e.id",
-                 workload)) {
+        for (const auto& r :
+             w.exec_params(Sql(kExperimentSelect) + "WHERE $1 = '' OR wl.name = $1 ORDER BY e.id",
+                           workload)) {
           auto e = ExperimentFromRow(r);
           if (!e.ok()) return e.status();
           out.push_back(*e);

@@ -104,26 +104,26 @@ Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const st
     }
     std::vector<LogRow> out;
     for (const auto& r : w.exec_params(
-             "SELECT COALESCE(l.experiment_id, 0), wl.name, tunectl_ts(l.at), l.actor, "
-             "l.entry::text, (SELECT f.entry::text FROM tuning_log f WHERE f.experiment_id = "
-             "l.experiment_id AND f.kind = 'frozen' ORDER BY f.id DESC LIMIT 1), l.kind "
-             "FROM tuning_log l JOIN workloads wl ON wl.id = l.workload_id "
-             "WHERE l.kind IN ('decided', 'regression', 'resolved') AND ($1 = '' OR wl.name = $1) "
-             "ORDER BY l.id",
+             "SELECT COALESCE(l.experiment_id, 0) AS experiment_id, wl.name AS workload, "
+             "tunectl_ts(l.at) AS at, l.actor AS actor, l.entry::text AS entry, (SELECT "
+             "f.entry::text FROM tuning_log f WHERE f.experiment_id = l.experiment_id AND f.kind "
+             "= 'frozen' ORDER BY f.id DESC LIMIT 1) AS frozen, l.kind AS kind FROM tuning_log l "
+             "JOIN workloads wl ON wl.id = l.workload_id WHERE l.kind IN ('decided', "
+             "'regression', 'resolved') AND ($1 = '' OR wl.name = $1) ORDER BY l.id",
              workload)) {
       LogRow row;
-      row.experiment_id = r[0].as<int64_t>();
-      row.workload = r[1].as<std::string>();
-      row.at = r[2].as<std::string>();
-      row.actor = r[3].as<std::string>();
-      row.entry_json = r[4].as<std::string>();
-      row.kind = r[6].as<std::string>();
+      row.experiment_id = r["experiment_id"].as<int64_t>();
+      row.workload = r["workload"].as<std::string>();
+      row.at = r["at"].as<std::string>();
+      row.actor = r["actor"].as<std::string>();
+      row.entry_json = r["entry"].as<std::string>();
+      row.kind = r["kind"].as<std::string>();
       if (!param.empty()) {
         auto j = json::parse(row.entry_json, nullptr, false);
         if (!j.contains("to") || !j["to"].contains(param)) continue;
       }
-      if (!r[5].is_null()) {
-        auto f = json::parse(r[5].as<std::string>(), nullptr, false);
+      if (!r["frozen"].is_null()) {
+        auto f = json::parse(r["frozen"].as<std::string>(), nullptr, false);
         row.frozen = "v" + std::to_string(f.value("version", 0));
         if (f.value("forced", false))
           row.frozen += " (forced: " + f.value("reason", std::string()) + ")";

@@ -141,39 +141,41 @@ int ExpectedSecondsOfCurrentConfig(pqxx::work& w, const WorkloadRow& wl) {
 }
 
 const char* const kRunSelect =
-    "SELECT r.id, COALESCE(r.baseline_id, 0), w.name, r.idx, r.attempt, r.state, "
-    "COALESCE(a.name, ''), r.params::text, r.selector::text, r.exit_code, r.signal, r.reason, "
-    "r.stderr_tail, (SELECT count(*) FROM metric_samples s WHERE s.run_id = r.id AND "
-    "s.attempt = r.attempt), tunectl_ts(r.created_at), COALESCE(tunectl_ts(r.started_at), ''), "
-    "COALESCE(tunectl_ts(r.finished_at), ''), COALESCE(r.experiment_id, 0), COALESCE(r.arm, ''), "
-    "COALESCE(r.schedule_id, 0), COALESCE((SELECT b.purpose FROM baselines b WHERE b.id = "
-    "r.baseline_id), '') "
-    "FROM runs r JOIN workloads w ON w.id = r.workload_id "
-    "LEFT JOIN agents a ON a.id = r.agent_id ";
+    "SELECT r.id AS id, COALESCE(r.baseline_id, 0) AS baseline_id, w.name AS workload, r.idx "
+    "AS idx, r.attempt AS attempt, r.state AS state, COALESCE(a.name, '') AS agent, "
+    "r.params::text AS params, r.selector::text AS selector, r.exit_code AS exit_code, "
+    "r.signal AS signal, r.reason AS reason, r.stderr_tail AS stderr_tail, (SELECT count(*) "
+    "FROM metric_samples s WHERE s.run_id = r.id AND s.attempt = r.attempt) AS samples, "
+    "tunectl_ts(r.created_at) AS created_at, COALESCE(tunectl_ts(r.started_at), '') AS "
+    "started_at, COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, "
+    "COALESCE(r.experiment_id, 0) AS experiment_id, COALESCE(r.arm, '') AS arm, "
+    "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE((SELECT b.purpose FROM baselines b "
+    "WHERE b.id = r.baseline_id), '') AS purpose FROM runs r JOIN workloads w ON w.id = "
+    "r.workload_id LEFT JOIN agents a ON a.id = r.agent_id ";
 
 RunRow RunFromRow(const pqxx::row& r) {
   RunRow x;
-  x.id = r[0].as<int64_t>();
-  x.baseline_id = r[1].as<int64_t>();
-  x.workload = r[2].as<std::string>();
-  x.idx = r[3].as<int>();
-  x.attempt = r[4].as<int>();
-  x.state = r[5].as<std::string>();
-  x.agent = r[6].as<std::string>();
-  x.params = JsonToMap(r[7].as<std::string>());
-  x.selector = JsonToMap(r[8].as<std::string>());
-  if (!r[9].is_null()) x.exit_code = r[9].as<int>();
-  if (!r[10].is_null()) x.signal = r[10].as<int>();
-  x.reason = r[11].as<std::string>();
-  x.stderr_tail = r[12].as<std::string>();
-  x.samples = r[13].as<int64_t>();
-  x.created_at = r[14].as<std::string>();
-  x.started_at = r[15].as<std::string>();
-  x.finished_at = r[16].as<std::string>();
-  x.experiment_id = r[17].as<int64_t>();
-  x.arm = r[18].as<std::string>();
-  x.schedule_id = r[19].as<int64_t>();
-  x.purpose = r[20].as<std::string>();
+  x.id = r["id"].as<int64_t>();
+  x.baseline_id = r["baseline_id"].as<int64_t>();
+  x.workload = r["workload"].as<std::string>();
+  x.idx = r["idx"].as<int>();
+  x.attempt = r["attempt"].as<int>();
+  x.state = r["state"].as<std::string>();
+  x.agent = r["agent"].as<std::string>();
+  x.params = JsonToMap(r["params"].as<std::string>());
+  x.selector = JsonToMap(r["selector"].as<std::string>());
+  if (!r["exit_code"].is_null()) x.exit_code = r["exit_code"].as<int>();
+  if (!r["signal"].is_null()) x.signal = r["signal"].as<int>();
+  x.reason = r["reason"].as<std::string>();
+  x.stderr_tail = r["stderr_tail"].as<std::string>();
+  x.samples = r["samples"].as<int64_t>();
+  x.created_at = r["created_at"].as<std::string>();
+  x.started_at = r["started_at"].as<std::string>();
+  x.finished_at = r["finished_at"].as<std::string>();
+  x.experiment_id = r["experiment_id"].as<int64_t>();
+  x.arm = r["arm"].as<std::string>();
+  x.schedule_id = r["schedule_id"].as<int64_t>();
+  x.purpose = r["purpose"].as<std::string>();
   return x;
 }
 
@@ -232,11 +234,14 @@ Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
 
 Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) {
   auto done = InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
-    auto st = w.exec_params("SELECT state, purpose FROM baselines WHERE id = $1 FOR UPDATE", id);
+    auto st = w.exec_params(
+        "SELECT state AS state, purpose AS purpose FROM baselines WHERE id = "
+        "$1 FOR UPDATE",
+        id);
     if (st.empty()) return Status::NotFound("baseline " + std::to_string(id) + " not found");
-    if (st[0][0].as<std::string>() != "running")
+    if (st[0]["state"].as<std::string>() != "running")
       return Status::FailedPrecondition("baseline " + std::to_string(id) + " is " +
-                                        st[0][0].as<std::string>() +
+                                        st[0]["state"].as<std::string>() +
                                         "; only a running one can be cancelled");
     w.exec_params0(
         "UPDATE baselines SET state = 'cancelled', finished_at = tunectl_now() WHERE id = $1", id);
@@ -244,13 +249,12 @@ Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) 
         "UPDATE runs SET state = 'cancelled', finished_at = tunectl_now(), reason = $2 WHERE "
         "baseline_id = "
         "$1 AND state = 'queued'",
-        id, st[0][1].as<std::string>() + " cancelled");
-    w.exec_params0(
-        "UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE baseline_id = $1 AND "
-        "state IN ('assigned','running')",
-        id);
+        id, st[0]["purpose"].as<std::string>() + " cancelled");
+    w.exec_params0(Sql("UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE "
+                       "baseline_id = $1 AND state IN {held}"),
+                   id);
     Audit(w, actor, "baseline.cancelled", "baseline", id,
-          {{"purpose", st[0][1].as<std::string>()}});
+          {{"purpose", st[0]["purpose"].as<std::string>()}});
     return true;
   });
   if (!done.ok()) return done.status();
@@ -260,18 +264,18 @@ Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) 
 Result<BaselineRow> Store::GetBaseline(int64_t id) {
   return InTx<BaselineRow>(pool_, clock_, [&](pqxx::work& w) -> Result<BaselineRow> {
     auto r = w.exec_params(
-        "SELECT b.id, wl.name, c.version, c.params::text, b.repeats, b.state, wl.spec::text, "
-        "tunectl_ts(b.created_at), COALESCE(tunectl_ts(b.finished_at), ''), "
-        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-        " AND r.state = 'succeeded'), "
-        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-        " AND r.state IN "
-        "('failed','cancelled','lost')), "
-        "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-        " AND r.state IN "
-        "('queued','assigned','running')), b.purpose "
-        "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
-        "JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1",
+        Sql("SELECT b.id, wl.name AS workload, c.version, c.params::text AS params, b.repeats, "
+            "b.state, wr.spec::text AS spec, b.spec_revision, tunectl_ts(b.created_at) AS "
+            "created_at, COALESCE(tunectl_ts(b.finished_at), '') AS finished_at, b.purpose, "
+            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+            " AND r.state = 'succeeded') AS succeeded, "
+            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+            " AND (r.state = 'cancelled' OR r.state IN {failed})) AS failed, "
+            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+            " AND r.state IN {active}) AS active "
+            "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
+            "JOIN workload_revisions wr ON wr.workload_id = b.workload_id AND wr.revision = "
+            "b.spec_revision JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1"),
         id);
     if (r.empty()) {
       auto last = w.exec("SELECT max(id) FROM baselines")[0][0];
@@ -280,36 +284,38 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
                                    ? "; there are no baselines yet"
                                    : "; baselines are numbered 1.." + last.as<std::string>()));
     }
+    const auto& row = r[0];
     BaselineRow b;
-    b.id = r[0][0].as<int64_t>();
-    b.workload = r[0][1].as<std::string>();
-    b.config_version = r[0][2].as<int>();
-    b.params = JsonToMap(r[0][3].as<std::string>());
-    b.repeats = r[0][4].as<int>();
-    b.state = r[0][5].as<std::string>();
-    auto spec = ParseWorkloadSpec(r[0][6].as<std::string>());
+    b.id = row["id"].as<int64_t>();
+    b.workload = row["workload"].as<std::string>();
+    b.config_version = row["version"].as<int>();
+    b.spec_revision = row["spec_revision"].as<int>();
+    b.params = JsonToMap(row["params"].as<std::string>());
+    b.repeats = row["repeats"].as<int>();
+    b.state = row["state"].as<std::string>();
+    auto spec = ParseWorkloadSpec(row["spec"].as<std::string>());
     if (spec.ok()) b.spec = *spec;
-    b.created_at = r[0][7].as<std::string>();
-    b.finished_at = r[0][8].as<std::string>();
-    b.purpose = r[0][12].as<std::string>();
-    b.runs_succeeded = r[0][9].as<int>();
-    b.runs_failed = r[0][10].as<int>();
-    b.runs_active = r[0][11].as<int>();
+    b.created_at = row["created_at"].as<std::string>();
+    b.finished_at = row["finished_at"].as<std::string>();
+    b.purpose = row["purpose"].as<std::string>();
+    b.runs_succeeded = row["succeeded"].as<int>();
+    b.runs_failed = row["failed"].as<int>();
+    b.runs_active = row["active"].as<int>();
     auto sums = w.exec_params(
-        "SELECT metric, n, median, mean, stddev, cv, min, max FROM baseline_summaries "
-        "WHERE baseline_id = $1",
+        "SELECT metric AS metric, n AS n, median AS median, mean AS mean, stddev AS stddev, cv "
+        "AS cv, min AS min, max AS max FROM baseline_summaries WHERE baseline_id = $1",
         id);
     std::map<std::string, MetricSummaryRow> by_name;
     for (const auto& s : sums) {
       MetricSummaryRow m;
-      m.metric = s[0].as<std::string>();
-      m.stats.n = s[1].as<int>();
-      m.stats.median = s[2].as<double>();
-      m.stats.mean = s[3].as<double>();
-      m.stats.stddev = s[4].as<double>();
-      m.stats.cv = s[5].as<double>();
-      m.stats.min = s[6].as<double>();
-      m.stats.max = s[7].as<double>();
+      m.metric = s["metric"].as<std::string>();
+      m.stats.n = s["n"].as<int>();
+      m.stats.median = s["median"].as<double>();
+      m.stats.mean = s["mean"].as<double>();
+      m.stats.stddev = s["stddev"].as<double>();
+      m.stats.cv = s["cv"].as<double>();
+      m.stats.min = s["min"].as<double>();
+      m.stats.max = s["max"].as<double>();
       by_name[m.metric] = m;
     }
     for (const auto& m : b.spec.metrics)
@@ -350,7 +356,7 @@ Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
         w.exec_params("SELECT 1 FROM baselines WHERE id = $1", baseline_id).empty())
       return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
     auto r = w.exec_params(
-        std::string(kRunSelect) +
+        Sql(kRunSelect) +
             "WHERE $1 = 0 OR EXISTS (SELECT 1 FROM baselines b WHERE b.id = $1 AND " BASELINE_RUNS
             ") ORDER BY r.id DESC LIMIT $2",
         baseline_id, limit > 0 ? limit : 200);
@@ -363,25 +369,25 @@ Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
 
 Result<RunRow> Store::GetRun(int64_t id) {
   return InTx<RunRow>(pool_, clock_, [&](pqxx::work& w) -> Result<RunRow> {
-    auto r = w.exec_params(std::string(kRunSelect) + "WHERE r.id = $1", id);
+    auto r = w.exec_params(Sql(kRunSelect) + "WHERE r.id = $1", id);
     if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
     RunRow x = RunFromRow(r[0]);
     auto m = w.exec_params(
-        "SELECT metric, samples, steady, median, min, max, usable, detected_warmup, warnings "
-        "FROM run_summaries WHERE run_id = $1 "
-        "ORDER BY metric",
+        "SELECT metric AS metric, samples AS samples, steady AS steady, median AS median, min AS "
+        "min, max AS max, usable AS usable, detected_warmup AS detected_warmup, warnings AS "
+        "warnings FROM run_summaries WHERE run_id = $1 ORDER BY metric",
         id);
     for (const auto& row : m) {
       RunMetricRow rm;
-      rm.metric = row[0].as<std::string>();
-      rm.samples = row[1].as<int>();
-      rm.steady = row[2].as<int>();
-      if (!row[3].is_null()) rm.median = row[3].as<double>();
-      if (!row[4].is_null()) rm.min = row[4].as<double>();
-      if (!row[5].is_null()) rm.max = row[5].as<double>();
-      rm.usable = row[6].as<bool>();
-      rm.detected_warmup = row[7].as<int>();
-      rm.warnings = row[8].as<std::string>();
+      rm.metric = row["metric"].as<std::string>();
+      rm.samples = row["samples"].as<int>();
+      rm.steady = row["steady"].as<int>();
+      if (!row["median"].is_null()) rm.median = row["median"].as<double>();
+      if (!row["min"].is_null()) rm.min = row["min"].as<double>();
+      if (!row["max"].is_null()) rm.max = row["max"].as<double>();
+      rm.usable = row["usable"].as<bool>();
+      rm.detected_warmup = row["detected_warmup"].as<int>();
+      rm.warnings = row["warnings"].as<std::string>();
       x.metrics.push_back(rm);
     }
     return x;

@@ -83,6 +83,9 @@ void AppendLog(pqxx::work& w, int64_t workload_id, int64_t experiment_id, LogKin
 // SQL lists of run states, built from core's one list.
 const std::string& ActiveStatesSql();  // ('queued','assigned','running')
 const std::string& HeldStatesSql();    // ('assigned','running')
+// `text` with {active}, {held} and {failed} replaced by those lists (core/states.h), so no
+// query spells a lifecycle of its own.
+std::string Sql(std::string text);
 
 // --- workloads (workloads.cc) ---
 Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name);

@@ -53,6 +53,16 @@ const std::string& HeldStatesSql() {
   return s;
 }
 
+std::string Sql(std::string text) {
+  static const std::string failed = SqlList(kFailedRunStates);
+  const std::pair<const char*, const std::string*> lists[] = {
+      {"{active}", &ActiveStatesSql()}, {"{held}", &HeldStatesSql()}, {"{failed}", &failed}};
+  for (const auto& [key, list] : lists)
+    for (size_t p; (p = text.find(key)) != std::string::npos;)
+      text.replace(p, std::string_view(key).size(), *list);
+  return text;
+}
+
 }  // namespace internal
 
 Store::Store(ConnectionPool* pool, const Clock* clock)

@@ -68,71 +68,76 @@ Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
 }
 
 const char* const kRegressionSelect =
-    "SELECT g.id, g.kind, g.metric, g.message, tunectl_ts(g.detected_at), g.first_bad_run, "
-    "g.before, g.after, g.p, c.version, COALESCE(tunectl_ts(g.resolved_at), ''), "
-    "COALESCE(g.resolved_by, ''), COALESCE(g.resolution, '') FROM regressions g JOIN "
+    "SELECT g.id AS id, g.kind AS kind, g.metric AS metric, g.message AS message, "
+    "tunectl_ts(g.detected_at) AS detected_at, g.first_bad_run AS first_bad_run, g.before AS "
+    "before, g.after AS after, g.p AS p, c.version AS config_version, "
+    "COALESCE(tunectl_ts(g.resolved_at), '') AS resolved_at, COALESCE(g.resolved_by, '') AS "
+    "resolved_by, COALESCE(g.resolution, '') AS resolution FROM regressions g JOIN "
     "config_versions c ON c.id = g.config_id ";
 
 RegressionRecord RegressionFromRow(const pqxx::row& r) {
   RegressionRecord x;
-  x.id = r[0].as<int64_t>();
-  x.kind = r[1].as<std::string>();
-  x.metric = r[2].as<std::string>();
-  x.message = r[3].as<std::string>();
-  x.detected_at = r[4].as<std::string>();
-  x.first_bad_run = r[5].as<int64_t>();
-  x.before = OptDouble(r[6]);
-  x.after = OptDouble(r[7]);
-  x.p = OptDouble(r[8]);
-  x.config_version = r[9].as<int>();
-  x.resolved_at = r[10].as<std::string>();
-  x.resolved_by = r[11].as<std::string>();
-  x.resolution = r[12].as<std::string>();
+  x.id = r["id"].as<int64_t>();
+  x.kind = r["kind"].as<std::string>();
+  x.metric = r["metric"].as<std::string>();
+  x.message = r["message"].as<std::string>();
+  x.detected_at = r["detected_at"].as<std::string>();
+  x.first_bad_run = r["first_bad_run"].as<int64_t>();
+  x.before = OptDouble(r["before"]);
+  x.after = OptDouble(r["after"]);
+  x.p = OptDouble(r["p"]);
+  x.config_version = r["config_version"].as<int>();
+  x.resolved_at = r["resolved_at"].as<std::string>();
+  x.resolved_by = r["resolved_by"].as<std::string>();
+  x.resolution = r["resolution"].as<std::string>();
   return x;
 }
 
 const char* const kWatchSelect =
-    "SELECT wa.id, wl.name, s.name, wa.schedule_id, wa.repeats, wa.state, wa.actor, "
-    "tunectl_ts(wa.created_at), (SELECT count(*) FROM baselines b WHERE b.watch_id = wa.id) "
-    "FROM watches wa JOIN workloads wl ON wl.id = wa.workload_id JOIN schedules s ON s.id = "
-    "wa.schedule_id ";
+    "SELECT wa.id AS id, wl.name AS workload, s.name AS schedule, wa.schedule_id AS "
+    "schedule_id, wa.repeats AS repeats, wa.state AS state, wa.actor AS actor, "
+    "tunectl_ts(wa.created_at) AS created_at, (SELECT count(*) FROM baselines b WHERE "
+    "b.watch_id = wa.id) AS checks FROM watches wa JOIN workloads wl ON wl.id = "
+    "wa.workload_id JOIN schedules s ON s.id = wa.schedule_id ";
 
 WatchRow WatchFromRow(const pqxx::row& r) {
   WatchRow x;
-  x.id = r[0].as<int64_t>();
-  x.workload = r[1].as<std::string>();
-  x.schedule = r[2].as<std::string>();
-  x.schedule_id = r[3].as<int64_t>();
-  x.repeats = r[4].as<int>();
-  x.state = r[5].as<std::string>();
-  x.actor = r[6].as<std::string>();
-  x.created_at = r[7].as<std::string>();
-  x.checks = r[8].as<int>();
+  x.id = r["id"].as<int64_t>();
+  x.workload = r["workload"].as<std::string>();
+  x.schedule = r["schedule"].as<std::string>();
+  x.schedule_id = r["schedule_id"].as<int64_t>();
+  x.repeats = r["repeats"].as<int>();
+  x.state = r["state"].as<std::string>();
+  x.actor = r["actor"].as<std::string>();
+  x.created_at = r["created_at"].as<std::string>();
+  x.checks = r["checks"].as<int>();
   return x;
 }
 
 const char* const kStabilitySelect =
-    "SELECT b.id, r.id, c.version, b.duration_s, r.state, COALESCE(tunectl_ts(r.started_at), ''), "
-    "COALESCE(tunectl_ts(r.finished_at), ''), r.reason, (SELECT string_agg(g.message, '; ' ORDER "
-    "BY g.id) FROM regressions g WHERE g.first_bad_run = r.id AND g.kind = 'stability') "
-    "FROM baselines b JOIN runs r ON r.baseline_id = b.id JOIN config_versions c ON c.id = "
-    "b.config_id WHERE b.purpose = 'stability' ";
+    "SELECT b.id AS baseline_id, r.id AS run_id, c.version AS config_version, b.duration_s, "
+    "r.state, COALESCE(tunectl_ts(r.started_at), '') AS started_at, "
+    "COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, r.reason, (SELECT "
+    "string_agg(g.message, '; ' ORDER BY g.id) FROM regressions g WHERE g.first_bad_run = r.id "
+    "AND g.kind = 'stability') AS regression_message FROM baselines b JOIN runs r ON "
+    "r.baseline_id = b.id JOIN config_versions c ON c.id = b.config_id WHERE b.purpose = "
+    "'stability' ";
 
 StabilityRow StabilityFromRow(const pqxx::row& r) {
   StabilityRow x;
-  x.baseline_id = r[0].as<int64_t>();
-  x.run_id = r[1].as<int64_t>();
-  x.config_version = r[2].as<int>();
-  x.duration_s = r[3].as<int64_t>();
-  x.state = r[4].as<std::string>();
-  x.started_at = r[5].as<std::string>();
-  x.finished_at = r[6].as<std::string>();
-  x.verdict =
-      StabilityVerdictName(ParseRunState(x.state).value_or(RunState::kFailed), !r[8].is_null());
-  if (!r[8].is_null())
-    x.message = r[8].as<std::string>();
+  x.baseline_id = r["baseline_id"].as<int64_t>();
+  x.run_id = r["run_id"].as<int64_t>();
+  x.config_version = r["config_version"].as<int>();
+  x.duration_s = r["duration_s"].as<int64_t>();
+  x.state = r["state"].as<std::string>();
+  x.started_at = r["started_at"].as<std::string>();
+  x.finished_at = r["finished_at"].as<std::string>();
+  x.verdict = StabilityVerdictName(ParseRunState(x.state).value_or(RunState::kFailed),
+                                   !r["regression_message"].is_null());
+  if (!r["regression_message"].is_null())
+    x.message = r["regression_message"].as<std::string>();
   else if (x.verdict != "stable" && x.verdict != "pending")
-    x.message = r[7].as<std::string>();
+    x.message = r["reason"].as<std::string>();
   return x;
 }
 
@@ -143,30 +148,31 @@ namespace internal {
 void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
               const std::vector<SteadyState>& analyses) {
   auto r = w.exec_params(
-      "SELECT r.state, wl.name, r.config_id, COALESCE(b.purpose, ''), r.reason, "
-      "COALESCE(b.duration_s, 0) FROM runs r JOIN workloads wl ON wl.id = r.workload_id "
-      "LEFT JOIN baselines b ON b.id = r.baseline_id WHERE r.id = $1",
+      "SELECT r.state AS state, wl.name AS workload, r.config_id AS config_id, "
+      "COALESCE(b.purpose, '') AS purpose, r.reason AS reason, COALESCE(b.duration_s, 0) AS "
+      "duration_s FROM runs r JOIN workloads wl ON wl.id = r.workload_id LEFT JOIN baselines b "
+      "ON b.id = r.baseline_id WHERE r.id = $1",
       run_id);
   if (r.empty()) return;
-  const std::string state = r[0][0].as<std::string>();
-  const std::string purpose = r[0][3].as<std::string>();
+  const std::string state = r[0]["state"].as<std::string>();
+  const std::string purpose = r[0]["purpose"].as<std::string>();
   // One watcher per workload at a time: the series and the recorded regressions stay consistent.
   // An advisory lock, not a row lock: a row lock would also block every insert referencing the
   // workload (foreign-key checks) until this transaction ends.
   w.exec_params(
       "SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
       "$1)::int)",
-      r[0][1].as<std::string>());
-  auto wl = LoadWorkload(w, r[0][1].as<std::string>());
+      r[0]["workload"].as<std::string>());
+  auto wl = LoadWorkload(w, r[0]["workload"].as<std::string>());
   if (!wl.ok()) return;
   const MetricSpec* primary = wl->spec.PrimaryMetric();
   if (!primary) return;
   if (purpose == "stability") {
-    if (r[0][2].as<int64_t>() != wl->config_id) return;  // a config no longer current
+    if (r[0]["config_id"].as<int64_t>() != wl->config_id) return;  // a config no longer current
     // One regression per run (one alert, one log entry) naming every metric that degraded.
     auto j = JudgeStabilityRun(wl->spec, run_id, wl->config_version,
                                ParseRunState(state).value_or(RunState::kFailed),
-                               r[0][4].as<std::string>(), names, analyses);
+                               r[0]["reason"].as<std::string>(), names, analyses);
     if (j)
       Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,
              j->message);
@@ -354,24 +360,25 @@ Result<int> Store::QueueDueChecks(const std::map<int64_t, int64_t>& window_start
   return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
     int queued = 0;
     for (const auto& r : w.exec(
-             "SELECT wa.id, wa.schedule_id, wa.last_window, wl.name, wa.repeats, EXISTS (SELECT 1 "
-             "FROM baselines b WHERE b.watch_id = wa.id AND b.state = 'running') FROM watches wa "
-             "JOIN workloads wl ON wl.id = wa.workload_id WHERE wa.state = 'active' "
-             "FOR UPDATE OF wa SKIP LOCKED")) {
-      auto open = window_starts.find(r[1].as<int64_t>());
-      if (open == window_starts.end() || r[2].as<int64_t>() >= open->second) continue;
-      const int64_t watch = r[0].as<int64_t>();
+             "SELECT wa.id AS id, wa.schedule_id AS schedule_id, wa.last_window AS last_window, "
+             "wl.name AS workload, wa.repeats AS repeats, EXISTS (SELECT 1 FROM baselines b "
+             "WHERE b.watch_id = wa.id AND b.state = 'running') AS checking FROM watches wa JOIN "
+             "workloads wl ON wl.id = wa.workload_id WHERE wa.state = 'active' FOR UPDATE OF wa "
+             "SKIP LOCKED")) {
+      auto open = window_starts.find(r["schedule_id"].as<int64_t>());
+      if (open == window_starts.end() || r["last_window"].as<int64_t>() >= open->second) continue;
+      const int64_t watch = r["id"].as<int64_t>();
       w.exec_params0("UPDATE watches SET last_window = $2 WHERE id = $1", watch, open->second);
       // The previous check has not finished (it waits for windows too): do not pile up another.
-      if (r[5].as<bool>()) continue;
-      auto wl = LoadWorkload(w, r[3].as<std::string>());
+      if (r["checking"].as<bool>()) continue;
+      auto wl = LoadWorkload(w, r["workload"].as<std::string>());
       if (!wl.ok()) continue;
       BaselineExtras x;
       x.purpose = "check";
-      x.schedule_id = r[1].as<int64_t>();
+      x.schedule_id = r["schedule_id"].as<int64_t>();
       x.expected_s = ExpectedSecondsOfCurrentConfig(w, *wl);
       x.watch_id = watch;
-      if (CreateBaselineTx(w, *wl, r[4].as<int>(), actor, x).ok()) ++queued;
+      if (CreateBaselineTx(w, *wl, r["repeats"].as<int>(), actor, x).ok()) ++queued;
     }
     return queued;
   });
@@ -382,10 +389,10 @@ Result<int> Store::RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_s
     json open = json::array();
     for (const auto& [id, _] : window_starts) open.push_back(id);
     auto r = w.exec_params(
-        "UPDATE runs r SET cancel_requested = true, cancel_reason = 'window' FROM schedules s "
-        "WHERE s.id = r.schedule_id AND s.on_window_end = 'requeue' AND r.state IN "
-        "('assigned','running') AND NOT r.cancel_requested AND NOT (r.schedule_id IN (SELECT "
-        "jsonb_array_elements_text($1::jsonb)::bigint)) RETURNING r.id",
+        Sql("UPDATE runs r SET cancel_requested = true, cancel_reason = 'window' FROM schedules s "
+            "WHERE s.id = r.schedule_id AND s.on_window_end = 'requeue' AND r.state IN {held} AND "
+            "NOT r.cancel_requested AND NOT (r.schedule_id IN (SELECT "
+            "jsonb_array_elements_text($1::jsonb)::bigint)) RETURNING r.id"),
         open.dump());
     for (const auto& row : r)
       Audit(w, "scheduler", "run.window_closed", "run", row[0].as<int64_t>(),
@@ -397,18 +404,19 @@ Result<int> Store::RequeueAtWindowEnd(const std::map<int64_t, int64_t>& window_s
 Result<StoreSnapshot> Store::Snapshot() {
   return InTx<StoreSnapshot>(pool_, clock_, [&](pqxx::work& w) -> Result<StoreSnapshot> {
     StoreSnapshot s;
-    for (const auto& r : w.exec("SELECT state, count(*) FROM runs GROUP BY state"))
-      s.runs_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
-    for (const auto& r : w.exec("SELECT state, count(*) FROM experiments GROUP BY state"))
-      s.experiments_by_state[r[0].as<std::string>()] = r[1].as<int64_t>();
+    for (const auto& r : w.exec("SELECT state, count(*) AS n FROM runs GROUP BY state"))
+      s.runs_by_state[r["state"].as<std::string>()] = r["n"].as<int64_t>();
+    for (const auto& r : w.exec("SELECT state, count(*) AS n FROM experiments GROUP BY state"))
+      s.experiments_by_state[r["state"].as<std::string>()] = r["n"].as<int64_t>();
     s.agents_connected = w.exec1("SELECT count(*) FROM agents WHERE connected")[0].as<int64_t>();
     for (const auto& r : w.exec(
-             "SELECT wl.name, g.metric, g.kind, count(*) FILTER (WHERE c.is_current AND "
-             "g.resolved_at IS NULL), count(*) "
+             "SELECT wl.name AS workload, g.metric, g.kind, count(*) FILTER (WHERE c.is_current "
+             "AND g.resolved_at IS NULL) AS open, count(*) AS total "
              "FROM regressions g JOIN workloads wl ON wl.id = g.workload_id JOIN config_versions "
              "c ON c.id = g.config_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"))
-      s.regressions.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
-                               r[2].as<std::string>(), r[3].as<int64_t>(), r[4].as<int64_t>()});
+      s.regressions.push_back({r["workload"].as<std::string>(), r["metric"].as<std::string>(),
+                               r["kind"].as<std::string>(), r["open"].as<int64_t>(),
+                               r["total"].as<int64_t>()});
     return s;
   });
 }

@@ -9,24 +9,25 @@ namespace tunectl {
 namespace internal {
 
 const char* const kWorkloadSelect =
-    "SELECT w.id, w.name, w.description, w.spec::text, w.spec_revision, c.id, c.version, "
-    "c.params::text, tunectl_ts(w.created_at) FROM workloads w "
-    "JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
+    "SELECT w.id AS id, w.name AS name, w.description AS description, w.spec::text AS "
+    "spec_json, w.spec_revision AS spec_revision, c.id AS config_id, c.version AS "
+    "config_version, c.params::text AS config_params, tunectl_ts(w.created_at) AS created_at "
+    "FROM workloads w JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
 
 Result<WorkloadRow> WorkloadFromRow(const pqxx::row& r) {
   WorkloadRow w;
-  w.id = r[0].as<int64_t>();
-  w.name = r[1].as<std::string>();
-  w.description = r[2].as<std::string>();
-  w.spec_json = r[3].as<std::string>();
+  w.id = r["id"].as<int64_t>();
+  w.name = r["name"].as<std::string>();
+  w.description = r["description"].as<std::string>();
+  w.spec_json = r["spec_json"].as<std::string>();
   auto spec = ParseWorkloadSpec(w.spec_json, "stored spec of " + w.name);
   if (!spec.ok()) return Status::Internal(spec.status().message());
   w.spec = *spec;
-  w.spec_revision = r[4].as<int>();
-  w.config_id = r[5].as<int64_t>();
-  w.config_version = r[6].as<int>();
-  w.config_params = JsonToMap(r[7].as<std::string>());
-  w.created_at = r[8].as<std::string>();
+  w.spec_revision = r["spec_revision"].as<int>();
+  w.config_id = r["config_id"].as<int64_t>();
+  w.config_version = r["config_version"].as<int>();
+  w.config_params = JsonToMap(r["config_params"].as<std::string>());
+  w.created_at = r["created_at"].as<std::string>();
   return w;
 }
 
@@ -100,8 +101,10 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
                                          const std::string& actor) {
   return InTx<ApplyResult>(pool_, clock_, [&](pqxx::work& w) -> Result<ApplyResult> {
     const std::string spec_json = WorkloadSpecToJson(spec);
-    auto cur =
-        w.exec_params("SELECT id, spec::text FROM workloads WHERE name = $1 FOR UPDATE", spec.name);
+    auto cur = w.exec_params(
+        "SELECT id AS id, spec::text AS spec FROM workloads WHERE name = $1 FOR "
+        "UPDATE",
+        spec.name);
     std::string action;
     if (cur.empty()) {
       int64_t id = w.exec_params1(
@@ -123,8 +126,8 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
             {{"name", spec.name}, {"config_id", cfg}});
       action = "created";
     } else {
-      const int64_t id = cur[0][0].as<int64_t>();
-      if (json::parse(cur[0][1].as<std::string>()) == json::parse(spec_json)) {
+      const int64_t id = cur[0]["id"].as<int64_t>();
+      if (json::parse(cur[0]["spec"].as<std::string>()) == json::parse(spec_json)) {
         action = "unchanged";
       } else {
         w.exec_params0(
@@ -190,15 +193,16 @@ Result<ConfigRow> Store::GetConfig(const std::string& workload) {
     c.workload = wl->name;
     c.spec_json = wl->spec_json;
     for (const auto& r : w.exec_params(
-             "SELECT version, params::text, COALESCE(change::text, ''), tunectl_ts(created_at), "
-             "is_current FROM config_versions WHERE workload_id = $1 ORDER BY version",
+             "SELECT version AS version, params::text AS params, COALESCE(change::text, '') AS "
+             "change, tunectl_ts(created_at) AS created_at, is_current AS is_current FROM "
+             "config_versions WHERE workload_id = $1 ORDER BY version",
              wl->id)) {
       ConfigVersionRow v;
-      v.version = r[0].as<int>();
-      v.params = JsonToMap(r[1].as<std::string>());
-      v.created_at = r[3].as<std::string>();
-      v.current = r[4].as<bool>();
-      if (const std::string ch = r[2].as<std::string>(); !ch.empty()) {
+      v.version = r["version"].as<int>();
+      v.params = JsonToMap(r["params"].as<std::string>());
+      v.created_at = r["created_at"].as<std::string>();
+      v.current = r["is_current"].as<bool>();
+      if (const std::string ch = r["change"].as<std::string>(); !ch.empty()) {
         auto j = json::parse(ch, nullptr, false);
         if (j.contains("to")) {
           auto parsed = ChangeFromJson(ch);
