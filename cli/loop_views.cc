@@ -89,12 +89,18 @@ ojson ExperimentJson(const v1::Experiment& e) {
   j["workload"] = e.workload();
   j["baseline_id"] = e.baseline_id();
   j["config_version"] = e.config_version();
+  j["spec_revision"] = e.spec_revision();
+  j["batch_id"] = e.batch_id();
   j["change"] = ChangeJson(e.change());
   j["hypothesis_id"] = e.hypothesis_id();
   j["hypothesis_expect"] = e.hypothesis_expect();
   j["repeats"] = e.repeats();
   j["state"] = e.state();
   j["decision"] = e.decision();
+  if (!e.correction().empty())
+    j["correction"] = {{"method", e.correction()},
+                       {"unadjusted_decision", e.unadjusted_decision()},
+                       {"adjusted_p", e.adjusted_p()}};
   j["runs"] = {{"total", e.runs_total()},
                {"done", e.runs_done()},
                {"failed", e.runs_failed()},
@@ -185,6 +191,15 @@ std::string ExperimentDetail(const v1::Experiment& e) {
                     std::to_string(e.baseline_id()) + " (config v" +
                     std::to_string(e.config_version()) + ")\n";
   out += "state:  " + e.state() + (e.decision().empty() ? "" : " — " + e.decision()) + "\n";
+  if (e.state() == "measured")
+    out += "batch:  " + std::to_string(e.batch_id()) +
+           " still running; this experiment is decided with the batch's correction when it "
+           "completes\n";
+  if (!e.correction().empty())
+    out += "batch:  " + std::to_string(e.batch_id()) + ", " +
+           (e.correction() == "bh" ? "Benjamini-Hochberg" : "Holm") +
+           "-corrected: " + e.unadjusted_decision() + " alone, adjusted p " +
+           FormatP(e.adjusted_p()) + " → " + e.decision() + "\n";
   out += "runs:   " + std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()) +
          " succeeded, interleaved ABBA, at most " + std::to_string(e.repeats()) + " per arm";
   if (e.pairs() > 0)

@@ -45,6 +45,7 @@ ojson BaselineJson(const v1::Baseline& b) {
   j["workload"] = b.workload();
   j["purpose"] = b.purpose();
   j["config_version"] = b.config_version();
+  j["spec_revision"] = b.spec_revision();
   j["state"] = b.state();
   j["repeats"] = b.repeats();
   j["runs"] = {

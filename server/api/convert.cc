@@ -32,6 +32,7 @@ void ToProto(const BaselineRow& b, v1::Baseline* out) {
   out->set_id(b.id);
   out->set_workload(b.workload);
   out->set_purpose(b.purpose);
+  out->set_spec_revision(b.spec_revision);
   out->set_config_version(b.config_version);
   out->set_state(b.state);
   out->set_repeats(b.repeats);
@@ -150,6 +151,13 @@ void ToProto(const HypothesisRow& h, v1::Hypothesis* out) {
 
 void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_id(e.id);
+  out->set_spec_revision(e.spec_revision);
+  out->set_batch_id(e.batch_id);
+  if (e.verdict && !e.verdict->correction.empty()) {
+    out->set_correction(e.verdict->correction);
+    out->set_unadjusted_decision(e.verdict->unadjusted_decision);
+    out->set_adjusted_p(e.verdict->adjusted_p.value_or(1.0));
+  }
   out->set_workload(e.workload);
   out->set_baseline_id(e.baseline_id);
   out->set_hypothesis_id(e.hypothesis_id);

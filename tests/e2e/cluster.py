@@ -24,7 +24,8 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self):
+    def __init__(self, server_args=()):
+        self.server_args = tuple(server_args)  # e.g. ("--clock-offset", "6h")
         self.dir = tempfile.mkdtemp(prefix="tunectl-e2e-")
         os.chmod(self.dir, 0o755)  # the embedded PostgreSQL may run as another user
         self.port = free_port()
@@ -43,7 +44,7 @@ class Cluster:
         self.server = subprocess.Popen(
             [os.path.join(BIN, "tunectl-server"), "--data-dir", os.path.join(self.dir, "data"),
              "--listen", self.addr, "--port-file", port_file, "--agent-timeout", "20",
-             "--http", f"127.0.0.1:{self.http_port}"],
+             "--http", f"127.0.0.1:{self.http_port}", *self.server_args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.time() + timeout

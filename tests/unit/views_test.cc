@@ -292,5 +292,29 @@ TEST(LogViews, RegressionAndResolvedEntriesShowNoConfidenceInterval) {
   EXPECT_EQ(t.rows[1][3], "regression 1 resolved: node n3 replaced");
 }
 
+TEST(ExperimentViews, MeasuredBatchMemberSaysItWaitsForItsBatch) {
+  v1::Experiment e;
+  e.set_id(4);
+  e.set_state("measured");
+  e.set_batch_id(2);
+  EXPECT_THAT(ExperimentDetail(e), HasSubstr("batch:  2 still running"));
+}
+
+TEST(ExperimentViews, CorrectedDecisionShowsWhatItWasAloneAndTheAdjustedP) {
+  v1::Experiment e;
+  e.set_id(4);
+  e.set_state("decided");
+  e.set_decision("inconclusive");
+  e.set_batch_id(2);
+  e.set_spec_revision(3);
+  e.set_correction("holm");
+  e.set_unadjusted_decision("improved");
+  e.set_adjusted_p(0.077);
+  EXPECT_THAT(ExperimentDetail(e), HasSubstr("Holm-corrected: improved alone"));
+  auto j = ExperimentJson(e);
+  EXPECT_EQ(j["correction"]["unadjusted_decision"], "improved");
+  EXPECT_EQ(j["spec_revision"], 3);
+}
+
 }  // namespace
 }  // namespace tunectl
