@@ -177,12 +177,21 @@ std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_
   return kept;
 }
 
+}  // namespace
+
+std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values) {
+  int dropped = 0;
+  return WithoutOutlierRuns(values, m.min_effect, &dropped);
+}
+
+namespace {
+
 MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_all,
                             const std::vector<double>& v_all, const std::vector<int>& c_pairs,
                             const std::vector<int>& v_pairs, const VerdictOptions& o) {
-  int dropped = 0;
-  const std::vector<double> c = WithoutOutlierRuns(c_all, m.min_effect, &dropped);
-  const std::vector<double> v = WithoutOutlierRuns(v_all, m.min_effect, &dropped);
+  const std::vector<double> c = ComparedRunValues(m, c_all);
+  const std::vector<double> v = ComparedRunValues(m, v_all);
+  int dropped = static_cast<int>(c_all.size() - c.size() + v_all.size() - v.size());
   MetricVerdict r;
   r.metric = m.name;
   r.unit = m.unit;

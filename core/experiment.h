@@ -95,6 +95,11 @@ struct VerdictOptions {
       true;  // Mann–Whitney and bootstrap (reported, never decide); off in simulations
 };
 
+// The run values of one arm a verdict compares for metric `m`: from 6 runs on, runs far from the
+// rest of their arm (> max(4 scaled MADs, 2·min_effect) in log terms: a slow node) are left out.
+// A freeze summarises the variant's level with exactly these.
+std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values);
+
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
                        const std::optional<Expectation>& expectation,
                        const VerdictOptions& opts = VerdictOptions());

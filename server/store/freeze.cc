@@ -63,7 +63,7 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
              change.dump())[0]
             .as<int64_t>();
     // The new version's measured level: exactly the variant runs the verdict compared (the one
-    // counting rule, core::BuildArms), summarised as a baseline's runs are.
+    // counting rule, core::BuildArms, then the verdict's own outlier rule, ComparedRunValues).
     const Arms arms = BuildArms(*spec, LoadRunFacts(w, "r.experiment_id = $1", id));
     const int n = static_cast<int>(arms.compared_variant.size());
     const int64_t bid =
@@ -76,7 +76,7 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
     for (const auto& m : spec->metrics) {
       auto it = arms.variant.values.find(m.name);
       if (it == arms.variant.values.end()) continue;
-      Descriptive d = Describe(it->second);
+      Descriptive d = Describe(ComparedRunValues(m, it->second));
       if (d.n == 0) continue;
       w.exec_params0(
           "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, "

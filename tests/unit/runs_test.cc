@@ -172,3 +172,19 @@ TEST(States, NamesRoundTripAndActiveStatesBuildTheSqlList) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(WhichRunsCount, TheVerdictAndAFreezeDropTheSameFarRun) {
+  MetricSpec m;
+  m.name = "sps";
+  m.min_effect = 0.03;
+  const std::vector<double> six = {100, 101, 99, 100.5, 99.5, 70};  // one slow node
+  EXPECT_EQ(ComparedRunValues(m, six), std::vector<double>({100, 101, 99, 100.5, 99.5}));
+  const std::vector<double> five = {100, 101, 99, 100.5, 70};  // too few to call one far
+  EXPECT_EQ(ComparedRunValues(m, five), five);
+}
+
+}  // namespace
+}  // namespace tunectl
