@@ -2,8 +2,9 @@
 // experiments, freeze, batches, watch). Not for use outside server/store.
 //
 // Lock order, in every transaction that takes more than one: batch → baseline → experiment →
-// run → agent. ClaimRuns never waits on an experiment (it skips locked ones), so a cancel or a
-// decision holding an experiment cannot deadlock with dispatch.
+// run (LockRunOwners). Agent rows are locked only first (ExpireAgents) or alone, and nothing that
+// holds a batch, baseline, experiment or run waits for one. ClaimRuns never waits on an
+// experiment (it skips locked ones), so a cancel or a decision cannot deadlock with dispatch.
 #pragma once
 
 #include <nlohmann/json.hpp>
