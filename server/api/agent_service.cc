@@ -134,8 +134,10 @@ grpc::Status AgentServiceImpl::Session(
   session->Close();
   dispatcher_->Unregister(session.get());
   if (auto st = store_->DisconnectAgent(*id, session_id); !st.ok())
-    log_(LogLevel::kWarn, "agent " + h.name() + ": cannot record the disconnect (it expires after "
-                          "--agent-timeout instead): " + st.ToString());
+    log_(LogLevel::kWarn, "agent " + h.name() +
+                              ": cannot record the disconnect (it expires after "
+                              "--agent-timeout instead): " +
+                              st.ToString());
   log_(LogLevel::kInfo, "agent " + h.name() + " disconnected");
   return result;
 }
