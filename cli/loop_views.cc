@@ -405,8 +405,10 @@ ojson BatchJson(const v1::Batch& b) {
   ojson es = ojson::array();
   for (int i = 0; i < b.experiments_size(); ++i) {
     ojson e = ExperimentJson(b.experiments(i));
-    e["adjusted_p"] = i < b.adjusted_p_size() ? b.adjusted_p(i) : 1.0;
-    e["adjusted_decision"] = i < b.adjusted_decision_size() ? b.adjusted_decision(i) : "";
+    // Null until the batch is complete: the correction is made once, across all members.
+    const bool corrected = i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty();
+    e["adjusted_p"] = corrected && i < b.adjusted_p_size() ? ojson(b.adjusted_p(i)) : ojson();
+    e["adjusted_decision"] = corrected ? b.adjusted_decision(i) : "";
     es.push_back(e);
   }
   j["experiments"] = es;
@@ -437,18 +439,17 @@ std::string BatchDetail(const v1::Batch& b) {
   Table t{{"experiment", "change", "state", "runs", "effect", "p", "adjusted p", "decision"}, {}};
   for (int i = 0; i < b.experiments_size(); ++i) {
     const auto& e = b.experiments(i);
+    const bool corrected = i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty();
     std::string effect = "-", p = "-";
     for (const auto& m : e.metrics())
       if (m.metric() == e.primary()) {
         effect = FormatEffect(m.ratio());
         p = FormatP(m.p_value());
       }
-    t.rows.push_back(
-        {std::to_string(e.id()), e.change().description(), e.state(),
-         std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()), effect, p,
-         i < b.adjusted_p_size() && e.state() != "running" ? FormatP(b.adjusted_p(i)) : "-",
-         i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty() ? b.adjusted_decision(i)
-                                                                           : "-"});
+    t.rows.push_back({std::to_string(e.id()), e.change().description(), e.state(),
+                      std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()), effect,
+                      p, corrected && i < b.adjusted_p_size() ? FormatP(b.adjusted_p(i)) : "-",
+                      corrected ? b.adjusted_decision(i) : "-"});
   }
   out += "\n" + RenderTable(t);
   out += "\nadjusted p: " + std::string(b.correction() == "bh" ? "Benjamini-Hochberg" : "Holm") +

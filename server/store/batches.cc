@@ -104,12 +104,9 @@ Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) 
                                      "\" is not allowed; allowed: holm, bh");
     int64_t schedule_id = 0;
     if (!in.schedule.empty()) {
-      auto s = w.exec_params("SELECT id FROM schedules WHERE name = $1", in.schedule);
-      if (s.empty())
-        return Status::NotFound("schedule \"" + in.schedule +
-                                "\" not found; create it with tunectl schedule create " +
-                                in.schedule + " --window …");
-      schedule_id = s[0][0].as<int64_t>();
+      auto sid = ScheduleId(w, in.schedule);
+      if (!sid.ok()) return sid.status();
+      schedule_id = *sid;
     }
     auto singles = ExpandBatchVary(in.vary);
     if (!singles.ok()) return singles.status();
@@ -199,6 +196,17 @@ Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {
 }
 
 namespace internal {
+
+Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
+  auto r = w.exec_params("SELECT id FROM schedules WHERE name = $1", name);
+  if (!r.empty()) return r[0]["id"].as<int64_t>();
+  std::string known;
+  for (const auto& row : w.exec("SELECT name FROM schedules ORDER BY name"))
+    known += (known.empty() ? "" : ", ") + row["name"].as<std::string>();
+  return Status::NotFound(
+      "--schedule: no schedule named \"" + name + "\"; " +
+      (known.empty() ? "there are none yet (tunectl schedule create …)" : "schedules: " + known));
+}
 
 void MaybeFinishBatch(pqxx::work& w, int64_t batch_id, const std::string& actor) {
   auto b =

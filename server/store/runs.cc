@@ -13,8 +13,8 @@ namespace tunectl {
 namespace internal {
 
 std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, int64_t id,
-                                   const std::string& order,
-                                   std::vector<std::string>* finished_at) {
+                                   const std::string& order, std::vector<std::string>* finished_at,
+                                   const std::string& metric) {
   std::vector<RunFacts> out;
   auto rows = w.exec_params(
       "SELECT r.id, r.state, COALESCE(r.arm, '') AS arm, r.idx, r.reason, "
@@ -22,7 +22,8 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
       "COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, rs.metric, rs.median, "
       "COALESCE(rs.usable, true) AS usable, COALESCE(rs.nonfinite, 0) AS nonfinite, "
       "COALESCE(rs.warnings, '') AS warnings FROM runs r LEFT JOIN run_summaries rs ON "
-      "rs.run_id = r.id WHERE " +
+      "rs.run_id = r.id" +
+          (metric.empty() ? std::string() : " AND rs.metric = " + w.quote(metric)) + " WHERE " +
           condition + " ORDER BY " + order + ", r.id, rs.metric",
       id);
   for (const auto& row : rows) {

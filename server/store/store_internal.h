@@ -97,10 +97,12 @@ Result<WorkloadSpec> LoadSpecRevision(pqxx::work& w, int64_t workload_id, int re
 
 // --- runs (runs.cc) ---
 // The runs matching `condition` (SQL over `runs r`, with $1 = `id`) as core's rules see them,
-// in `order` (SQL over r). `finished_at`, when given, gets each run's finishing time.
+// in `order` (SQL over r). `finished_at`, when given, gets each run's finishing time; `metric`,
+// when given, loads only that metric's summary (the series needs the primary one).
 std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, int64_t id,
                                    const std::string& order = "r.id",
-                                   std::vector<std::string>* finished_at = nullptr);
+                                   std::vector<std::string>* finished_at = nullptr,
+                                   const std::string& metric = "");
 // Locks, in the store's lock order (batch → baseline → experiment → run), the batches,
 // baselines and experiments the runs belong to. Returns them for the caller to re-evaluate.
 struct RunOwners {
@@ -139,7 +141,9 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in, const 
 void RecordDecision(pqxx::work& w, int64_t experiment_id, const Verdict& v,
                     const std::string& actor);
 
-// --- batches (batches.cc) ---
+// --- schedules and batches (batches.cc) ---
+// The schedule's id; NotFound naming the schedules there are (for --schedule).
+Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name);
 // Once no member of the batch is running: every measured member gets its decision after the
 // batch's correction (core::DecideBatch) and its log entry; the batch is done. The caller holds
 // the batch row lock.

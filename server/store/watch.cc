@@ -26,7 +26,7 @@ std::vector<SeriesPoint> LoadSeries(pqxx::work& w, const WorkloadRow& wl, const 
       "r.baseline_id AND sb.purpose = 'stability') AND ((r.config_id = $1 AND (r.arm IS NULL OR "
       "r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 FROM experiments e WHERE "
       "e.id = r.experiment_id AND e.frozen_config_id = $1)))",
-      wl.config_id, "r.finished_at", &finished);
+      wl.config_id, "r.finished_at", &finished, m);
   std::vector<SeriesPoint> out;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (!UseOf(wl.spec, runs[i]).counts) continue;
@@ -54,17 +54,6 @@ void Record(pqxx::work& w, const WorkloadRow& wl, const std::string& kind,
       {id, kind, wl.name, metric, message, wl.config_version, first_bad_run, before, after, p});
   AppendLog(w, wl.id, 0, LogKind::kRegression, "watch", entry);
   Audit(w, "watch", "regression.detected", "regression", id, json::parse(entry));
-}
-
-Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name) {
-  auto r = w.exec_params("SELECT id FROM schedules WHERE name = $1", name);
-  if (!r.empty()) return r[0][0].as<int64_t>();
-  std::string known;
-  for (const auto& row : w.exec("SELECT name FROM schedules ORDER BY name"))
-    known += (known.empty() ? "" : ", ") + row[0].as<std::string>();
-  return Status::NotFound(
-      "--schedule: no schedule named \"" + name + "\"; " +
-      (known.empty() ? "there are none yet (tunectl schedule create …)" : "schedules: " + known));
 }
 
 const char* const kRegressionSelect =

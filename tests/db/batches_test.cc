@@ -79,7 +79,7 @@ TEST(Batches, RefusedInputChangesNothing) {
   EXPECT_THAT(st.CreateBatch({"", 0, {"nw=8,99"}, "nightly", 4, "holm"}, "u").status().message(),
               HasSubstr("nw=99 is out of range"));
   EXPECT_THAT(st.CreateBatch({"", 0, {"nw=8"}, "weekly", 4, "holm"}, "u").status().message(),
-              HasSubstr("schedule \"weekly\" not found"));
+              HasSubstr("--schedule: no schedule named \"weekly\"; schedules: nightly"));
   EXPECT_THAT(st.CreateBatch({"", 0, {"nw=8"}, "", 4, "bonferroni"}, "u").status().message(),
               HasSubstr("allowed: holm, bh"));
   EXPECT_THAT(st.CreateBatch({"", 0, {"nw=8,"}, "", 4, "holm"}, "u").status().message(),

@@ -318,3 +318,31 @@ TEST(ExperimentViews, CorrectedDecisionShowsWhatItWasAloneAndTheAdjustedP) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(BatchViews, AdjustedPIsShownOnlyOnceTheBatchIsCorrected) {
+  v1::Batch b;
+  b.set_id(2);
+  b.set_correction("holm");
+  auto* measured = b.add_experiments();
+  measured->set_id(4);
+  measured->set_state("measured");
+  b.add_adjusted_p(0.01);  // its own p: not an adjusted one yet
+  b.add_adjusted_decision("");
+  auto* decided = b.add_experiments();
+  decided->set_id(5);
+  decided->set_state("decided");
+  b.add_adjusted_p(0.08);
+  b.add_adjusted_decision("inconclusive");
+  auto j = BatchJson(b);
+  EXPECT_TRUE(j["experiments"][0]["adjusted_p"].is_null());
+  EXPECT_EQ(j["experiments"][1]["adjusted_p"], 0.08);
+  const std::string text = BatchDetail(b);
+  EXPECT_THAT(text, HasSubstr("0.08"));
+  EXPECT_THAT(text, testing::Not(HasSubstr("0.01")));
+}
+
+}  // namespace
+}  // namespace tunectl
