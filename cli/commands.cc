@@ -174,7 +174,8 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   int rc = ShowBaseline(cur, o, out, err);
   if (rc == 0 && cur.state() == "failed") {
     err << "error: baseline " << cur.id()
-        << " failed: no run succeeded (tunectl run list --baseline " << cur.id() << ")\n";
+        << " failed: " << (cur.reason().empty() ? "no run succeeded" : cur.reason())
+        << " (tunectl run list --baseline " << cur.id() << ")\n";
     return 1;
   }
   return rc;

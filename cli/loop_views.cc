@@ -83,7 +83,14 @@ std::string HypothesisDetail(const v1::Hypothesis& h) {
   return out;
 }
 
+ojson VerdictOf(const v1::Experiment& e) {
+  if (e.verdict_json().empty()) return ojson::object();
+  ojson v = ojson::parse(e.verdict_json(), nullptr, false);
+  return v.is_object() ? v : ojson::object();
+}
+
 ojson ExperimentJson(const v1::Experiment& e) {
+  const ojson verdict = VerdictOf(e);
   ojson j;
   j["id"] = e.id();
   j["workload"] = e.workload();
@@ -129,9 +136,24 @@ ojson ExperimentJson(const v1::Experiment& e) {
     x["mw_p"] = m.mw_p();
     x["boot_low"] = m.boot_low();
     x["boot_high"] = m.boot_high();
+    // What anyone needs to recompute it: the method, the critical value and df, and the runs.
+    for (const auto& vm : verdict.value("metrics", ojson::array())) {
+      if (vm.value("metric", "") != m.metric()) continue;
+      for (const char* k :
+           {"method", "critical", "df", "resolution", "adjusted", "control_runs", "variant_runs"})
+        if (vm.contains(k)) x[k] = vm[k];
+    }
     ms.push_back(x);
   }
   j["metrics"] = ms;
+  j["look"] = {{"usable_pairs", e.pairs()},
+               {"finished_pairs", verdict.value("finished_pairs", e.pairs())},
+               {"queued_pairs", e.runs_total() / 2},
+               {"min_pairs", verdict.value("min_pairs", 0)},
+               {"max_pairs", e.max_pairs()}};
+  if (verdict.contains("unusable")) j["unusable"] = verdict["unusable"];
+  j["stopped"] = verdict.value("stopped", "");
+  j["advice"] = verdict.value("advice", std::vector<std::string>{});
   j["primary"] = e.primary();
   j["reasons"] = std::vector<std::string>(e.reasons().begin(), e.reasons().end());
   j["pairs"] = e.pairs();
@@ -170,17 +192,18 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& r) {
 }
 
 Table VerdictTable(const v1::Experiment& e) {
-  Table t{{"metric", "role", "control", "variant", "effect", "95% ci", "p", "decision"}, {}};
-  if (e.critical() > 0) t.headers[5] = "95% ci (seq)";
+  Table t{{"metric", "role", "n", "control", "variant", "effect", "95% ci", "p", "decision"}, {}};
+  if (e.critical() > 0) t.headers[6] = "95% ci (seq)";
   for (const auto& m : e.metrics()) {
     std::string decision = m.decision();
     if (!m.guardrail().empty()) decision += " (guardrail " + m.guardrail() + ")";
     const bool have = m.n_control() > 0 && m.n_variant() > 0;
-    t.rows.push_back({m.metric(), m.role(), have ? FormatNumber(m.control_median()) : "-",
-                      have ? FormatNumber(m.variant_median()) : "-",
-                      have ? FormatEffect(m.ratio()) : "-",
-                      have ? FormatCi(m.ci_low(), m.ci_high()) : "-",
-                      have ? FormatP(m.p_value()) : "-", decision});
+    t.rows.push_back(
+        {m.metric(), m.role(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
+         have ? FormatNumber(m.control_median()) : "-",
+         have ? FormatNumber(m.variant_median()) : "-", have ? FormatEffect(m.ratio()) : "-",
+         have ? FormatCi(m.ci_low(), m.ci_high()) : "-", have ? FormatP(m.p_value()) : "-",
+         decision});
   }
   return t;
 }
@@ -202,9 +225,19 @@ std::string ExperimentDetail(const v1::Experiment& e) {
            FormatP(e.adjusted_p()) + " → " + e.decision() + "\n";
   out += "runs:   " + std::to_string(e.runs_done()) + "/" + std::to_string(e.runs_total()) +
          " succeeded, interleaved ABBA, at most " + std::to_string(e.repeats()) + " per arm";
-  if (e.pairs() > 0)
-    out += "; decided after " + std::to_string(e.pairs()) + " of " + std::to_string(e.max_pairs()) +
-           " pairs" + (e.pairs() < e.max_pairs() ? " (stopped early)" : "");
+  const ojson verdict = VerdictOf(e);
+  if (!verdict.empty()) {
+    const int finished = verdict.value("finished_pairs", e.pairs());
+    out += "; decided after " + std::to_string(e.pairs()) + " usable pair(s) of " +
+           std::to_string(e.runs_total() / 2) + " queued (" + std::to_string(finished) +
+           " finished; first look at " + std::to_string(verdict.value("min_pairs", 0)) + ", cap " +
+           std::to_string(e.max_pairs()) + ")";
+    const std::string stopped = verdict.value("stopped", "");
+    if (!stopped.empty())
+      out += "; stopped at once: " + stopped;
+    else if (finished < e.max_pairs())
+      out += " (stopped early)";
+  }
   if (e.runs_failed()) out += ", " + std::to_string(e.runs_failed()) + " failed";
   if (e.runs_active()) out += ", " + std::to_string(e.runs_active()) + " active";
   if (!e.agent().empty()) out += ", on " + e.agent();
@@ -227,10 +260,36 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     }
     for (const auto& r : e.reasons()) out += "why: " + r + "\n";
     if (!e.drift().empty()) out += "drift: " + e.drift() + "\n";
+    if (auto u = verdict.find("unusable"); u != verdict.end() && u->is_object() &&
+                                           (u->value("control", 0) + u->value("variant", 0)) > 0)
+      out += "unusable runs (failed, no steady state, slowed down): control " +
+             std::to_string(u->value("control", 0)) + "/" +
+             std::to_string(u->value("control_finished", 0)) + ", variant " +
+             std::to_string(u->value("variant", 0)) + "/" +
+             std::to_string(u->value("variant_finished", 0)) + " (one-sided Fisher p " +
+             FormatP(u->value("p", 1.0)) + ")\n";
+    for (const auto& a : verdict.value("advice", std::vector<std::string>{}))
+      out += "advice: " + a + "\n";
+    for (const auto& vm : verdict.value("metrics", ojson::array())) {
+      if (vm.contains("adjusted") && vm["adjusted"].is_object()) {
+        const auto& a = vm["adjusted"];
+        out += "adjusted: " + vm.value("metric", "") + " " + FormatEffect(a.value("ratio", 1.0)) +
+               " " + FormatCi(a.value("ci_low", 1.0), a.value("ci_high", 1.0)) +
+               " after early stopping (median-unbiased); the tuning log records this\n";
+      }
+    }
+    for (const auto& vm : verdict.value("metrics", ojson::array())) {
+      const std::string method = vm.value("method", "");
+      if (method.empty() || vm.value("critical", 0.0) <= 0) continue;
+      char df[32];
+      std::snprintf(df, sizeof df, "%g", vm.value("df", 0.0));
+      out += "method: " + vm.value("metric", "") + ": " + method + ", critical value " +
+             FormatNumber(vm.value("critical", 0.0)) + " (df " + df + ")" +
+             (e.critical() > 0 ? ", the sequential boundary for the pairs compared" : "") + "\n";
+    }
     out +=
-        "effect = variant/control of the run medians (geometric); CI by Welch on logs, widened "
-        "for interim looks (sequential boundary " +
-        FormatNumber(e.critical()) + "); p unadjusted\n";
+        "control/variant = medians of the runs compared (n = control/variant runs); effect = "
+        "variant/control (geometric); p unadjusted; every run: -o json\n";
   }
   if (e.state() == "frozen") {
     out += "\nfrozen as config v" + std::to_string(e.frozen_version()) + " by " + e.frozen_by() +

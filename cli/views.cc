@@ -47,6 +47,7 @@ ojson BaselineJson(const v1::Baseline& b) {
   j["config_version"] = b.config_version();
   j["spec_revision"] = b.spec_revision();
   j["state"] = b.state();
+  if (!b.reason().empty()) j["reason"] = b.reason();
   j["repeats"] = b.repeats();
   j["runs"] = {
       {"succeeded", b.runs_succeeded()}, {"failed", b.runs_failed()}, {"active", b.runs_active()}};
@@ -109,6 +110,7 @@ std::string BaselineDetail(const v1::Baseline& b) {
                                                         : "";
   std::string out = "Baseline " + std::to_string(b.id()) + kind + "  workload " + b.workload() +
                     "  config v" + std::to_string(b.config_version()) + "  " + b.state() + "\n";
+  if (!b.reason().empty()) out += "reason: " + b.reason() + "\n";
   out += "runs:   " + std::to_string(b.runs_succeeded()) + " succeeded, " +
          std::to_string(b.runs_failed()) + " failed, " + std::to_string(b.runs_active()) +
          " active (of " + std::to_string(b.repeats()) + ")\n";

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "core/metrics.h"
@@ -16,6 +19,51 @@ double MadOf(const std::vector<double>& v, double center) {
   dev.reserve(v.size());
   for (double x : v) dev.push_back(std::fabs(x - center));
   return Median(std::move(dev));
+}
+
+// AnalyzeRun's calibration (bench/steady.cc, docs/benchmarks.md).
+constexpr size_t kMinLastWindows = 3;  // windows the last segment needs to be a level
+constexpr double kSlowdown = 0.02;     // last segment this much worse than a sustained one
+constexpr double kMaxPhi = 0.9;        // the steps' AR(1) coefficient is clamped to [0, this]
+
+// PELT's penalty for window medians, in units of their long-run variance: 6 · ln(windows)
+// ≈ 19 for 25 windows. 5 still met the ≤ 2 % false-flag target (worst 1.1 %), 3 did not (5.6 %);
+// 6 keeps a margin for noise unlike the simulated one (docs/benchmarks.md, bench_steady).
+constexpr double kPenaltyPerLog = 6;
+
+// Winsorised mean square of lag-k differences: a scale immune to level shifts (a shift touches k
+// differences) and to stalls (clipped at 3 MAD-scales).
+double DiffMeanSquare(const std::vector<double>& x, size_t k) {
+  if (x.size() <= k + 2) return 0;
+  std::vector<double> d(x.size() - k);
+  for (size_t i = k; i < x.size(); ++i) d[i - k] = x[i] - x[i - k];
+  const double c = 3 * 1.4826 * MadOf(d, Median(d));
+  double acc = 0;
+  for (double v : d) {
+    const double a = std::min(std::fabs(v), c);
+    acc += a * a;
+  }
+  return acc / static_cast<double>(d.size());
+}
+
+// Lag-1 autocorrelation of the steps, robustly: for AR(1), E(x[t] − x[t−2])² / E(x[t] − x[t−1])²
+// = 1 + φ. Clamped to [0, kMaxPhi].
+double StepPhi(const std::vector<double>& x) {
+  const double s1 = DiffMeanSquare(x, 1), s2 = DiffMeanSquare(x, 2);
+  if (s1 <= 0) return 0;
+  return std::clamp(s2 / s1 - 1, 0.0, kMaxPhi);
+}
+
+// For steps following AR(1) with coefficient φ, the long-run variance of the means of windows of
+// w steps over half the mean square of their first differences: what PELT's first-difference
+// noise estimate must be multiplied by (1 for φ = 0; 15.6 for φ = 0.9, w = 5; 1.5 for w = 40).
+double LongRunFactor(double phi, double w) {
+  if (phi <= 0) return 1;
+  const double pw = std::pow(phi, w), q = (1 - phi) * (1 - phi);
+  const double lr = w * (1 + phi) / (1 - phi);      // w² · LR variance of a window mean / γ0
+  const double v0 = lr - 2 * phi * (1 - pw) / q;    // w² · variance of a window mean / γ0
+  const double v1 = phi * (1 - pw) * (1 - pw) / q;  // w² · lag-1 covariance / γ0
+  return v0 - v1 > 0 ? lr / (v0 - v1) : 1;
 }
 
 std::string Pct(double f) {
@@ -43,7 +91,12 @@ std::vector<size_t> Pelt(const std::vector<double>& x, const PeltOptions& o) {
     sigma = std::sqrt(ss / static_cast<double>(n));
     if (sigma <= 0) return {};
   }
-  const double var = sigma * sigma;
+  // Floating-point noise is not noise: a series that varies by less than 1e-9 of its level has no
+  // change point (deterministic inputs would otherwise split on rounding).
+  double level = 0;
+  for (double v : x) level = std::max(level, std::fabs(v));
+  sigma = std::max(sigma, 1e-9 * level);
+  const double var = sigma * sigma * std::max(o.variance_factor, 1e-9);
   std::vector<double> s1(n + 1, 0), s2(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     s1[i + 1] = s1[i] + x[i];
@@ -82,34 +135,122 @@ std::vector<size_t> Pelt(const std::vector<double>& x, const PeltOptions& o) {
   return cps;
 }
 
+double Quantum(const std::vector<double>& values) {
+  std::vector<double> v;
+  v.reserve(values.size());
+  for (double x : values)
+    if (std::isfinite(x) && x != 0) v.push_back(std::fabs(x));
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  // Each value's own quantum 10^(exponent − decimals of its 12-significant-digit mantissa); the
+  // set's is the finest, but never finer than 12 significant digits of the largest value.
+  auto exponent = [](double x, int* decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.11e", x);  // d.ddddddddddde±XX
+    const char* e = std::strchr(buf, 'e');
+    int d = 11;
+    while (d > 0 && buf[1 + d] == '0') --d;
+    if (decimals) *decimals = d;
+    return e ? std::atoi(e + 1) : 0;
+  };
+  const int floor_exp = exponent(v.back(), nullptr) - 11;
+  int q_exp = std::numeric_limits<int>::max();
+  for (double x : v) {
+    int d = 0;
+    q_exp = std::min(q_exp, exponent(x, &d) - d);
+    if (q_exp <= floor_exp) break;
+  }
+  q_exp = std::max(q_exp, floor_exp);
+  double q = std::pow(10.0, q_exp);
+  if (v.size() >= 3 && q_exp > floor_exp) {
+    // A common factor of the integer multiples (0.02, 0.04, 0.06 → 0.02), seen in 3+ values.
+    long long g = 0;
+    for (double x : v) g = std::gcd(g, std::llround(x / q));
+    if (g > 1) q *= static_cast<double>(g);
+  }
+  return q;
+}
+
 SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmup_steps,
                        Better better) {
   SteadyState s;
   s.samples = static_cast<int>(samples.size());
   std::vector<double> v;
+  std::vector<int64_t> steps;
+  v.reserve(samples.size());
+  steps.reserve(samples.size());
   for (const auto& sv : samples) {
     if (sv.step <= declared_warmup_steps) {
       ++s.declared_warmup;
       continue;
     }
-    if (std::isfinite(sv.value)) v.push_back(sv.value);
+    if (!std::isfinite(sv.value)) {
+      ++s.nonfinite;
+      continue;
+    }
+    v.push_back(sv.value);
+    steps.push_back(sv.step);
   }
+  auto nonfinite_warning = [&] {
+    if (s.nonfinite > 0)
+      s.warnings.push_back(std::to_string(s.nonfinite) + " NaN/Inf sample(s) left out");
+  };
   if (v.empty()) {
     s.no_steady_state = true;
-    s.warnings.push_back("no samples after the declared warm-up");
+    s.warnings.push_back(s.nonfinite > 0 ? "no finite samples after the declared warm-up"
+                                         : "no samples after the declared warm-up");
+    nonfinite_warning();
     return s;
   }
   // Windowed medians: about 25 windows per run, at least 3 samples each (a median of 2 is a
-  // mean, and lets one stalled step move a window).
-  const size_t w = std::max<size_t>(3, (v.size() + 12) / 25);
-  std::vector<double> med;
-  for (size_t i = 0; i < v.size(); i += w)
-    med.push_back(Median(
-        std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(i),
-                            v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), i + w)))));
+  // mean, and lets one stalled step move a window), all of one size ±1 — a short last window
+  // would let one slow final step (a checkpoint, an evaluation) pass for a level shift.
+  const size_t n = v.size();
+  const size_t target = std::max<size_t>(3, (n + 12) / 25);
+  const size_t nw = std::max<size_t>(1, n / target);
+  std::vector<size_t> edge(nw + 1);  // window j holds v[edge[j], edge[j + 1])
+  for (size_t j = 0; j <= nw; ++j) edge[j] = j * n / nw;
+  std::vector<double> med(nw), buf;
+  for (size_t j = 0; j < nw; ++j) {
+    buf.assign(v.begin() + static_cast<std::ptrdiff_t>(edge[j]),
+               v.begin() + static_cast<std::ptrdiff_t>(edge[j + 1]));
+    med[j] = Median(std::move(buf));
+  }
+  // A burst or a stall spanning one or two windows (the prefetch queue refilling during a
+  // checkpoint pause, an evaluation) is an outlier, not a level shift: a window far from the
+  // median of itself and its two neighbours on each side takes that median (a Hampel filter).
+  // A sustained shift of three windows or more keeps every window, its edges included.
+  if (nw >= 8) {
+    std::vector<double> local(nw), dev(nw);
+    for (size_t j = 0; j < nw; ++j) {
+      const size_t a = j >= 2 ? j - 2 : 0, b = std::min(nw, j + 3);
+      local[j] = Median(std::vector<double>(med.begin() + static_cast<std::ptrdiff_t>(a),
+                                            med.begin() + static_cast<std::ptrdiff_t>(b)));
+      dev[j] = std::fabs(med[j] - local[j]);
+    }
+    const double scale = 1.4826 * Median(dev);
+    for (size_t j = 2; j + 2 < nw; ++j)  // edges: a short warm-up or end is handled below
+      if (dev[j] > std::max(4 * scale, 0.02 * std::fabs(local[j]))) med[j] = local[j];
+  }
   // Too few points to tell a change from noise: keep everything after the declared warm-up.
-  std::vector<size_t> cps = med.size() >= 8 ? Pelt(med) : std::vector<size_t>{};
-  size_t start = cps.empty() ? 0 : cps.back() * w;
+  std::vector<size_t> cps;
+  // Values printed at a few levels (0.01, 0.02, 0.03 ms) have no noise to calibrate a change
+  // against: no change point is looked for, and the verdict judges the resolution instead.
+  const size_t levels_seen = std::set<double>(v.begin(), v.end()).size();
+  if (levels_seen <= 3 && n >= 8)
+    s.warnings.push_back("quantised: " + std::to_string(levels_seen) +
+                         " distinct value(s); no change-point analysis");
+  if (nw >= 8 && levels_seen > 3) {
+    PeltOptions po;
+    po.penalty_per_log = kPenaltyPerLog;
+    po.variance_factor =
+        LongRunFactor(StepPhi(v), static_cast<double>(n) / static_cast<double>(nw));
+    cps = Pelt(med, po);
+  }
+  // The last segment must be sustained: a shorter end is an end transient, not a level.
+  while (!cps.empty() && nw - cps.back() < kMinLastWindows) cps.pop_back();
+  size_t start = cps.empty() ? 0 : edge[cps.back()];
   if (!cps.empty()) {
     // Segment means in the metric's own direction: is the last one worse than a sustained
     // segment before it? A short earlier segment is a transient (warm-up, a prefetch buffer
@@ -120,29 +261,30 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
       for (size_t i = a; i < b; ++i) m += med[i];
       return m / static_cast<double>(b - a);
     };
-    const double lastm = mean(cps.back(), med.size());
+    const double lastm = mean(cps.back(), nw);
     double worst_drop = 0;
     for (size_t k = 0; k < cps.size(); ++k) {
       const size_t a = k == 0 ? 0 : cps[k - 1], b = cps[k];
-      if (5 * (b - a) < med.size()) continue;  // not sustained
+      if (5 * (b - a) < nw) continue;  // not sustained
       const double prev = mean(a, b);
       const bool worse = better == Better::kHigher ? lastm < prev : lastm > prev;
       if (worse && prev != 0) worst_drop = std::max(worst_drop, std::fabs(lastm / prev - 1));
     }
-    if (worst_drop > 0.02) {
+    if (worst_drop > kSlowdown) {
       s.slowdown = true;
       s.warnings.push_back("slowdown: the last segment is " + Pct(worst_drop) +
                            " worse than an earlier sustained one (throttling, memory creep?)");
     }
   }
-  if (2 * (v.size() - start) < v.size()) {
+  if (2 * (n - start) < n) {
     s.no_steady_state = true;
     s.warnings.push_back("no steady state: the last stable segment covers " +
-                         std::to_string(v.size() - start) + " of " + std::to_string(v.size()) +
+                         std::to_string(n - start) + " of " + std::to_string(n) +
                          " samples (under half)");
     start = 0;
   }
   s.detected_warmup = static_cast<int>(start);
+  s.steady_from_step = steps[start];
   std::vector<double> window(v.begin() + static_cast<std::ptrdiff_t>(start), v.end());
   s.steady = static_cast<int>(window.size());
   s.stats = Describe(window);
@@ -157,9 +299,17 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
   }
   for (double x : window)
     if (s.mad > 0 && std::fabs(x - s.stats.median) > 5 * 1.4826 * s.mad) ++s.outliers;
+  {
+    std::vector<double> distinct = window;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    s.levels = static_cast<int>(distinct.size());
+    s.resolution = Quantum(distinct);
+  }
   if (s.stats.cv >= 0.10) s.warnings.push_back("noisy: CV " + Pct(s.stats.cv) + " within the run");
   if (s.outliers > 0)
     s.warnings.push_back(std::to_string(s.outliers) + " outlier sample(s) beyond 5 MADs");
+  nonfinite_warning();
   return s;
 }
 

@@ -4,9 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
+#include "core/estimate.h"
 #include "core/sequential.h"
 #include "core/statistics.h"
 #include "core/stats.h"
@@ -158,85 +161,172 @@ namespace {
 // Runs far from the rest of their arm (a slow node, a noisy neighbour): more than
 // max(4 scaled MADs, 2·min_effect) from the arm's median, in log terms. A real effect moves every
 // run of an arm, never one, so dropping these costs no power and removes most of their noise.
-std::vector<double> WithoutOutlierRuns(const std::vector<double>& x, double min_effect,
-                                       int* dropped) {
-  if (x.size() < 6 || !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return x;
+// Returns, per value, whether it is kept.
+std::vector<bool> KeptRuns(const std::vector<double>& x, double min_effect) {
+  std::vector<bool> keep(x.size(), true);
+  if (x.size() < 6 || !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return keep;
   std::vector<double> logs;
   for (double v : x) logs.push_back(std::log(v));
   const double med = Median(logs);
   std::vector<double> dev;
   for (double l : logs) dev.push_back(std::fabs(l - med));
   const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
-  std::vector<double> kept;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::fabs(logs[i] - med) > limit)
-      ++*dropped;
-    else
-      kept.push_back(x[i]);
-  }
-  return kept;
+  for (size_t i = 0; i < x.size(); ++i) keep[i] = std::fabs(logs[i] - med) <= limit;
+  return keep;
+}
+
+std::string Num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+template <typename T>
+const std::vector<T>& Of(const std::map<std::string, std::vector<T>>& m, const std::string& k) {
+  static const std::vector<T> kEmpty;
+  auto it = m.find(k);
+  return it == m.end() ? kEmpty : it->second;
 }
 
 }  // namespace
 
 std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values) {
-  int dropped = 0;
-  return WithoutOutlierRuns(values, m.min_effect, &dropped);
+  const std::vector<bool> keep = KeptRuns(values, m.min_effect);
+  std::vector<double> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (keep[i]) out.push_back(values[i]);
+  return out;
+}
+
+std::string DecideEffect(double d, double se, double b, double margin_unit, bool higher,
+                         double margin) {
+  const double dg = higher ? d : -d;  // > 0 = better
+  const double lo_g = dg - b * se, hi_g = dg + b * se;
+  if (lo_g >= margin * margin_unit && dg >= margin_unit) return "improved";
+  if (hi_g <= -margin * margin_unit && -dg >= margin_unit) return "regressed";
+  if (d - b * se >= -margin_unit && d + b * se <= margin_unit) return "unchanged";
+  return "inconclusive";
 }
 
 namespace {
 
-MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_all,
-                            const std::vector<double>& v_all, const std::vector<int>& c_pairs,
-                            const std::vector<int>& v_pairs, const VerdictOptions& o) {
-  const std::vector<double> c = ComparedRunValues(m, c_all);
-  const std::vector<double> v = ComparedRunValues(m, v_all);
-  int dropped = static_cast<int>(c_all.size() - c.size() + v_all.size() - v.size());
+MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData& V,
+                            const VerdictOptions& o) {
+  const std::vector<double>& c_all = Of(C.values, m.name);
+  const std::vector<double>& v_all = Of(V.values, m.name);
+  const std::vector<int>& c_pairs = Of(C.pairs, m.name);
+  const std::vector<int>& v_pairs = Of(V.pairs, m.name);
+  const std::vector<int64_t>& c_ids = Of(C.ids, m.name);
+  const std::vector<int64_t>& v_ids = Of(V.ids, m.name);
   MetricVerdict r;
   r.metric = m.name;
   r.unit = m.unit;
   r.better = BetterName(m.better);
   r.role = RoleName(m.role);
+  auto runs_of = [](const std::vector<double>& x, const std::vector<int>& pairs,
+                    const std::vector<int64_t>& ids) {
+    std::vector<ComparedRun> out;
+    for (size_t i = 0; i < x.size(); ++i)
+      out.push_back(
+          {i < ids.size() ? ids[i] : 0, i < pairs.size() ? pairs[i] : -1, x[i], true, ""});
+    return out;
+  };
+  r.control_runs = runs_of(c_all, c_pairs, c_ids);
+  r.variant_runs = runs_of(v_all, v_pairs, v_ids);
+  for (const auto* a : {&C, &V})
+    if (auto it = a->resolution.find(m.name); it != a->resolution.end())
+      r.resolution = std::max(r.resolution, it->second);
+
+  const bool positive = std::all_of(c_all.begin(), c_all.end(), [](double x) { return x > 0; }) &&
+                        std::all_of(v_all.begin(), v_all.end(), [](double x) { return x > 0; });
+  const bool paired = o.paired && positive && !c_all.empty() && !v_all.empty() &&
+                      c_pairs.size() == c_all.size() && v_pairs.size() == v_all.size();
+  const int needed = o.design ? std::max(3, o.design->min_pairs) : std::max(2, o.min_runs);
+  std::vector<double> diffs, c, v;  // what is compared
+  if (paired) {
+    // Within complete pairs: log differences; pairs far from the others left out.
+    std::map<int, size_t> ci;
+    for (size_t i = 0; i < c_all.size(); ++i) ci[c_pairs[i]] = i;
+    std::vector<std::pair<size_t, size_t>> both;  // (control index, variant index)
+    std::set<size_t> partnered_c;
+    for (size_t i = 0; i < v_all.size(); ++i) {
+      if (auto it = ci.find(v_pairs[i]); it != ci.end()) {
+        both.push_back({it->second, i});
+        partnered_c.insert(it->second);
+      } else {
+        r.variant_runs[i].compared = false;
+        r.variant_runs[i].why = "its pair's control run has no value";
+      }
+    }
+    for (size_t i = 0; i < c_all.size(); ++i)
+      if (!partnered_c.count(i)) {
+        r.control_runs[i].compared = false;
+        r.control_runs[i].why = "its pair's variant run has no value";
+      }
+    std::vector<double> ratios;
+    for (auto [a, b] : both) ratios.push_back(v_all[b] / c_all[a]);
+    const std::vector<bool> keep = KeptRuns(ratios, m.min_effect);
+    int dropped = 0;
+    for (size_t j = 0; j < both.size(); ++j) {
+      if (keep[j]) {
+        diffs.push_back(std::log(ratios[j]));
+        c.push_back(c_all[both[j].first]);
+        v.push_back(v_all[both[j].second]);
+        continue;
+      }
+      ++dropped;
+      for (auto* run : {&r.control_runs[both[j].first], &r.variant_runs[both[j].second]}) {
+        run->compared = false;
+        run->why = "outlier pair: its ratio is far from the other pairs' (slow node?)";
+      }
+    }
+    r.method = "paired t on log differences";
+    r.note = "paired: " + std::to_string(diffs.size()) + " control/variant pairs";
+    if (dropped > 0)
+      r.note = std::to_string(dropped) +
+               " outlier pair(s) not compared (far from the others: slow node?); " + r.note;
+  } else {
+    int dropped = 0;
+    for (auto [all, out, runs] :
+         {std::tuple{&c_all, &c, &r.control_runs}, std::tuple{&v_all, &v, &r.variant_runs}}) {
+      const std::vector<bool> keep = KeptRuns(*all, m.min_effect);
+      for (size_t i = 0; i < all->size(); ++i) {
+        if (keep[i]) {
+          out->push_back((*all)[i]);
+          continue;
+        }
+        ++dropped;
+        (*runs)[i].compared = false;
+        (*runs)[i].why = "outlier run: far from the rest of its arm (slow node?)";
+      }
+    }
+    r.method = positive ? "Welch t on logs" : "Welch t on raw values";
+    if (!positive) r.note = "values <= 0: compared on the raw scale";
+    if (dropped > 0)
+      r.note = std::to_string(dropped) +
+               " outlier run(s) not compared (far from their arm: slow node?)" +
+               (r.note.empty() ? "" : "; " + r.note);
+  }
   r.n_control = static_cast<int>(c.size());
   r.n_variant = static_cast<int>(v.size());
   r.control_median = Median(c);
   r.variant_median = Median(v);
-  if (r.n_control < o.min_runs || r.n_variant < o.min_runs) {
+  const int have = paired ? static_cast<int>(diffs.size()) : std::min(r.n_control, r.n_variant);
+  if (have < needed) {
     r.decision = "inconclusive";
     if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
-    r.note = "too few runs with a value (control " + std::to_string(r.n_control) + ", variant " +
-             std::to_string(r.n_variant) + "; need " + std::to_string(o.min_runs) + " per side)";
+    r.note =
+        paired
+            ? std::to_string(have) + " usable pair(s); a decision needs " + std::to_string(needed)
+            : "too few runs with a value (control " + std::to_string(r.n_control) + ", variant " +
+                  std::to_string(r.n_variant) + "; need " + std::to_string(needed) + " per side)";
     return r;
   }
-  // Paired: log differences within complete pairs, outlier pairs dropped.
-  std::vector<double> diffs;
-  const bool all_positive =
-      std::all_of(c_all.begin(), c_all.end(), [](double x) { return x > 0; }) &&
-      std::all_of(v_all.begin(), v_all.end(), [](double x) { return x > 0; });
-  if (o.paired && all_positive && c_pairs.size() == c_all.size() &&
-      v_pairs.size() == v_all.size() && !c_pairs.empty()) {
-    std::map<int, double> cv;
-    for (size_t i = 0; i < c_all.size(); ++i) cv[c_pairs[i]] = std::log(c_all[i]);
-    std::vector<double> ratios;
-    for (size_t i = 0; i < v_all.size(); ++i)
-      if (auto it = cv.find(v_pairs[i]); it != cv.end())
-        ratios.push_back(std::exp(std::log(v_all[i]) - it->second));
-    int dropped_pairs = 0;
-    for (double x : WithoutOutlierRuns(ratios, m.min_effect, &dropped_pairs))
-      diffs.push_back(std::log(x));
-    if (diffs.size() >= static_cast<size_t>(std::max(2, o.min_runs))) {
-      dropped = dropped_pairs;
-    } else {
-      diffs.clear();
-    }
-  }
-  const bool positive = std::all_of(c.begin(), c.end(), [](double x) { return x > 0; }) &&
-                        std::all_of(v.begin(), v.end(), [](double x) { return x > 0; });
   // Work on a scale where 0 is "no change": logs of run values, or (values <= 0) the raw
   // difference relative to the control mean.
   WelchResult w;
   double scale = 1, margin_unit = std::log1p(m.min_effect), tol_unit = std::log1p(m.tolerance);
-  if (!diffs.empty()) {
+  if (paired) {
     // one-sample t on the within-pair log differences
     const double n = static_cast<double>(diffs.size());
     double mean = 0;
@@ -251,7 +341,6 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
     w.t = w.se > 0 ? mean / w.se : (mean == 0 ? 0 : std::copysign(1e300, mean));
     w.p =
         w.se > 0 ? RegularizedBeta(w.df / (w.df + w.t * w.t), w.df / 2, 0.5) : (mean == 0 ? 1 : 0);
-    r.note = "paired: " + std::to_string(diffs.size()) + " control/variant pairs";
   } else if (positive) {
     std::vector<double> lc, lv;
     for (double x : c) lc.push_back(std::log(x));
@@ -265,11 +354,18 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
     scale = base == 0 ? 1 : base;
     margin_unit = m.min_effect;
     tol_unit = m.tolerance;
-    r.note = "values <= 0: compared on the raw scale";
   }
   const double d = w.diff / scale, se = w.se / scale;
-  const double b = o.critical > 0 ? o.critical : StudentTQuantile(1 - o.alpha / 2, w.df);
+  double b = o.critical > 0 ? o.critical : StudentTQuantile(1 - o.alpha / 2, w.df);
+  if (o.design) {
+    // The boundary calibrated for the pairs (runs per arm) actually compared, with their df.
+    SequentialOptions design = *o.design;
+    design.paired = paired;
+    b = Boundary(design, have);
+  }
   const double b90 = StudentTQuantile(1 - o.alpha, w.df);
+  r.critical = b;
+  r.df = w.df;
   auto to_ratio = [&](double x) { return positive ? std::exp(x) : 1 + x; };
   r.p_value = w.p;
   if (o.cross_checks) r.mw_p = MannWhitney(c, v).p;
@@ -285,23 +381,10 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
   r.ci90_high = to_ratio(d + b90 * se);
   const bool higher = m.better == Better::kHigher;
   const double dg = higher ? d : -d;  // > 0 = better
-  const double lo_g = dg - b * se, hi_g = dg + b * se;
-  if (lo_g >= o.margin * margin_unit && dg >= margin_unit) {
-    r.decision = "improved";
-  } else if (hi_g <= -o.margin * margin_unit && -dg >= margin_unit) {
-    r.decision = "regressed";
-  } else if (d - b * se >= -margin_unit && d + b * se <= margin_unit) {
-    r.decision = "unchanged";
-  } else {
-    r.decision = "inconclusive";
-    if (lo_g > 0 || hi_g < 0)
-      r.note =
-          "a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
-  }
-  if (dropped > 0)
-    r.note = std::to_string(dropped) +
-             " outlier run(s) not compared (far from their arm: slow node?)" +
-             (r.note.empty() ? "" : "; " + r.note);
+  r.decision = DecideEffect(d, se, b, margin_unit, higher, o.margin);
+  if (r.decision == "inconclusive" && (dg - b * se > 0 || dg + b * se < 0))
+    r.note +=
+        "; a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
   if (m.role == MetricRole::kGuardrail) {
     // Non-inferiority: the worsening's upper bound must stay within the tolerance
     // (the minimum effect when no tolerance is set).
@@ -317,7 +400,41 @@ MetricVerdict CompareMetric(const MetricSpec& m, const std::vector<double>& c_al
       r.note = "worse by up to " + FormatEffect(to_ratio(worst)) + " (allowed " +
                FormatEffect(to_ratio(allowed)) + ")";
   }
+  // Resolution: a metric printed more coarsely than the effect it must resolve cannot be called
+  // either way (a 0.02 → 0.01 ms step is the printing, not the job); nor can runs that do not vary.
+  const double need =
+      m.role == MetricRole::kGuardrail && m.tolerance > 0 ? m.tolerance : m.min_effect;
+  const double level = std::fabs(r.control_median);
+  std::string coarse;
+  if (r.resolution > 0 && level > 0 && r.resolution / level > need) {
+    coarse = "below the metric's resolution: values are printed in steps of " + Num(r.resolution) +
+             (m.unit.empty() ? "" : " " + m.unit) + " (" +
+             FormatEffect(1 + r.resolution / level).substr(1) + " of the control's " + Num(level) +
+             "), coarser than the " + FormatEffect(1 + need).substr(1) +
+             " it must resolve; log it with more digits";
+  } else if (se == 0 && d != 0) {
+    coarse =
+        "the runs do not vary (zero spread): the values are quantised or constant, so the "
+        "noise cannot be estimated";
+  }
+  if (!coarse.empty()) {
+    r.decision = "inconclusive";
+    if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
+    r.note = coarse;
+  }
+  if (!r.note.empty() && r.note.rfind("; ", 0) == 0) r.note = r.note.substr(2);
   return r;
+}
+
+// Variant failures with the same cause, twice, when the control never failed that way.
+std::string RepeatedCause(const ArmData& control, const ArmData& variant) {
+  std::map<std::string, int> n;
+  for (const auto& c : variant.causes)
+    if (!c.empty()) ++n[c];
+  for (const auto& [cause, count] : n)
+    if (count >= 2 && std::count(control.causes.begin(), control.causes.end(), cause) == 0)
+      return cause;
+  return "";
 }
 
 }  // namespace
@@ -326,16 +443,7 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
                        const std::optional<Expectation>& expectation, const VerdictOptions& o) {
   Verdict out;
   out.critical = o.critical;
-  static const std::vector<double> kEmpty;
-  for (const auto& m : spec.metrics) {
-    auto c = control.values.find(m.name), v = variant.values.find(m.name);
-    static const std::vector<int> kNoPairs;
-    auto cp = control.pairs.find(m.name), vp = variant.pairs.find(m.name);
-    out.metrics.push_back(CompareMetric(m, c == control.values.end() ? kEmpty : c->second,
-                                        v == variant.values.end() ? kEmpty : v->second,
-                                        cp == control.pairs.end() ? kNoPairs : cp->second,
-                                        vp == variant.pairs.end() ? kNoPairs : vp->second, o));
-  }
+  for (const auto& m : spec.metrics) out.metrics.push_back(CompareMetric(m, control, variant, o));
   const MetricVerdict* primary = nullptr;
   for (const auto& mv : out.metrics)
     if (mv.role == "primary") primary = &mv;
@@ -345,16 +453,54 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
   }
   out.primary = primary ? primary->metric : "";
   out.decision = primary ? primary->decision : "inconclusive";
+  if (primary && primary->critical > 0) out.critical = primary->critical;
 
-  for (const auto* arm : {&control, &variant})
+  for (const auto* arm : {&control, &variant}) {
     for (const auto& x : arm->excluded) out.reasons.push_back("not compared: " + x);
+    for (const auto& x : arm->nonfinite) out.reasons.push_back(x);
+  }
   if (variant.failed_runs > 0) {
     out.reasons.push_back(std::to_string(variant.failed_runs) +
                           " variant run(s) failed: " + Join(variant.failures, "; "));
-    if (control.failed_runs == 0)
+    if (const std::string cause = RepeatedCause(control, variant); !cause.empty()) {
       out.decision = "regressed";
-    else if (out.decision == "improved")
+      out.stopped = "failed: " + cause;
+      out.reasons.insert(
+          out.reasons.begin(),
+          "failed: " + cause + " in " +
+              std::to_string(std::count(variant.causes.begin(), variant.causes.end(), cause)) +
+              " variant runs, never in the control's");
+    } else if (out.decision == "improved") {
       out.decision = "inconclusive";
+      out.reasons.push_back("a variant run failed: not improved until its cause is known");
+    }
+  }
+  // Exclusions are evidence: a variant whose runs fail, lose their steady state or slow down
+  // more often than the control's beyond chance is worse, whatever its compared runs show.
+  out.control_unusable = control.Unusable();
+  out.control_finished = control.runs;
+  out.variant_unusable = variant.Unusable();
+  out.variant_finished = variant.runs;
+  out.unusable_p = FisherExactGreater(out.control_unusable, out.control_finished,
+                                      out.variant_unusable, out.variant_finished);
+  const double unusable_alpha = o.unusable_alpha > 0 ? o.unusable_alpha : o.alpha;
+  if (out.unusable_p < unusable_alpha && out.variant_unusable > 0) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%.3g", out.unusable_p);
+    out.reasons.insert(
+        out.reasons.begin(),
+        "variant runs unusable more often than the control's: " +
+            std::to_string(out.variant_unusable) + " of " + std::to_string(out.variant_finished) +
+            " vs " + std::to_string(out.control_unusable) + " of " +
+            std::to_string(out.control_finished) +
+            " (failed, no steady state or slowed down; one-sided Fisher p = " + p + ")");
+    // Crashes and slowdowns are the job doing worse: regressed. Runs that never settle are a
+    // measurement the variant spoils: not improved, not unchanged either (see the advice).
+    if (variant.failed_runs + variant.flagged > control.failed_runs + control.flagged)
+      out.decision = "regressed";
+    else if (out.decision != "regressed")
+      out.decision = "inconclusive";
+    if (out.stopped.empty()) out.stopped = "unusable runs";
   }
   for (const auto& mv : out.metrics) {
     if (mv.role != "guardrail" || mv.guardrail == "pass") continue;
@@ -367,7 +513,6 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
       out.decision = "inconclusive";
     }
   }
-
   if (expectation) {
     const MetricVerdict* mv = nullptr;
     for (const auto& x : out.metrics)
@@ -430,27 +575,77 @@ int UsablePairs(const WorkloadSpec& spec, const ArmData& control, const ArmData&
   return n;
 }
 
+namespace {
+
+// The primary's estimate after a sequential stop, adjusted for it: median-unbiased under the
+// sample-mean ordering (core/estimate.h), simulated with this design's own stopping rule on the
+// primary (the boundary for n pairs, the margin and the minimum effect). The interval's sd is
+// widened by t(n-1)/z for the plug-in sd. Paired comparisons only.
+void AdjustForEarlyStopping(const WorkloadSpec& spec, const SequentialOptions& design,
+                            const VerdictOptions& o, Verdict* v) {
+  for (auto& m : v->metrics) {
+    if (m.metric != v->primary || m.method != "paired t on log differences") continue;
+    const MetricSpec* ms = spec.FindMetric(m.metric);
+    int n = 0;
+    for (const auto& r : m.variant_runs) n += r.compared;
+    if (!ms || n < design.min_pairs || m.critical <= 0) return;
+    const double mean = std::log(m.ratio);
+    const double se = (std::log(m.ci_high) - mean) / m.critical;
+    const double sd = se * std::sqrt(static_cast<double>(n));
+    if (!(sd > 1e-9 * std::max(1.0, std::fabs(mean)))) return;  // no spread: nothing to adjust
+    SequentialOptions paired = design;
+    paired.paired = true;
+    std::vector<double> bound(static_cast<size_t>(design.max_pairs) + 1, 0);
+    for (int k = paired.min_pairs; k <= design.max_pairs; ++k)
+      bound[static_cast<size_t>(k)] = Boundary(paired, k);
+    const double unit = std::log1p(ms->min_effect);
+    const bool higher = ms->better == Better::kHigher;
+    const StopRule stop = [&](double mu, double s, int k) {
+      return DecideEffect(mu, s, bound[static_cast<size_t>(k)], unit, higher, o.margin) !=
+             "inconclusive";
+    };
+    const int first = paired.min_pairs, last = std::max(design.max_pairs, first);
+    const SequentialEstimate e = MedianUnbiasedEstimate(mean, sd, n, first, last, stop);
+    const double widen = StudentTQuantile(0.975, n - 1) / NormalQuantile(0.975);
+    const SequentialEstimate ci = MedianUnbiasedEstimate(mean, sd * widen, n, first, last, stop);
+    if (!e.valid || !ci.valid) return;
+    m.adjusted = true;
+    m.adj_ratio = std::exp(e.estimate);
+    m.adj_low = std::exp(std::min(ci.ci_low, e.estimate));
+    m.adj_high = std::exp(std::max(ci.ci_high, e.estimate));
+    return;
+  }
+}
+
+}  // namespace
+
 SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,
                                   const ArmData& variant,
                                   const std::optional<Expectation>& expectation,
                                   const SequentialOptions& design, const VerdictOptions& opts) {
   SequentialStep step;
-  const int k = std::min(control.runs, variant.runs);
+  const int finished = std::min(control.runs, variant.runs);
+  const bool at_cap = finished >= design.max_pairs;
   VerdictOptions o = opts;
   SequentialOptions d = design;
-  d.paired = opts.paired && !control.pairs.empty() && !variant.pairs.empty();
-  o.critical = Boundary(d, k);
+  d.min_pairs = std::max(3, d.min_pairs);
+  o.design = &d;
+  // The exclusion-rate test is repeated at every look: interim looks at a tenth of alpha, so
+  // that equal exclusion rates rarely cross by chance before the cap.
+  if (!at_cap) o.unusable_alpha = opts.alpha / 10;
   step.verdict = ComputeVerdict(spec, control, variant, expectation, o);
-  step.verdict.pairs = k;
-  step.verdict.max_pairs = design.max_pairs;
-  if (k >= design.max_pairs) {
+  Verdict& v = step.verdict;
+  v.pairs = UsablePairs(spec, control, variant);
+  v.finished_pairs = finished;
+  v.min_pairs = d.min_pairs;
+  v.max_pairs = design.max_pairs;
+  if (at_cap || !v.stopped.empty()) {
     step.stop = true;
-  } else if (variant.failed_runs > 0) {
-    step.stop = true;  // a crashing variant is answer enough
-  } else if (k >= design.min_pairs &&
-             UsablePairs(spec, control, variant) >= design.min_usable_pairs) {
-    step.stop = step.verdict.decision != "inconclusive";
+  } else if (v.pairs >= d.min_pairs) {
+    step.stop = v.decision != "inconclusive";
   }
+  if (step.stop && v.stopped.empty() && opts.adjust_estimate)
+    AdjustForEarlyStopping(spec, d, o, &v);
   return step;
 }
 
@@ -505,9 +700,18 @@ std::string VerdictToJson(const Verdict& v) {
   j["hypothesis"] = v.hypothesis;
   j["hypothesis_note"] = v.hypothesis_note;
   j["pairs"] = v.pairs;
+  j["finished_pairs"] = v.finished_pairs;
+  j["min_pairs"] = v.min_pairs;
   j["max_pairs"] = v.max_pairs;
   j["critical"] = v.critical;
   j["drift"] = v.drift;
+  j["unusable"] = {{"control", v.control_unusable},
+                   {"control_finished", v.control_finished},
+                   {"variant", v.variant_unusable},
+                   {"variant_finished", v.variant_finished},
+                   {"p", v.unusable_p}};
+  j["stopped"] = v.stopped;
+  j["advice"] = v.advice;
   if (!v.correction.empty()) {
     j["correction"] = v.correction;
     j["unadjusted_decision"] = v.unadjusted_decision;
@@ -534,7 +738,27 @@ std::string VerdictToJson(const Verdict& v) {
                   {"boot_high", m.boot_high},
                   {"decision", m.decision},
                   {"guardrail", m.guardrail},
-                  {"note", m.note}});
+                  {"note", m.note},
+                  {"method", m.method},
+                  {"critical", m.critical},
+                  {"df", m.df},
+                  {"resolution", m.resolution}});
+    auto& x = ms.back();
+    if (m.adjusted)
+      x["adjusted"] = {{"ratio", m.adj_ratio},
+                       {"ci_low", m.adj_low},
+                       {"ci_high", m.adj_high},
+                       {"method", "median-unbiased for early stopping (sample-mean ordering)"}};
+    for (const auto& [key, runs] :
+         {std::pair{"control_runs", &m.control_runs}, std::pair{"variant_runs", &m.variant_runs}}) {
+      auto& arr = x[key] = nlohmann::ordered_json::array();
+      for (const auto& r : *runs) {
+        nlohmann::ordered_json e = {
+            {"run", r.run}, {"pair", r.pair}, {"value", r.value}, {"compared", r.compared}};
+        if (!r.why.empty()) e["why"] = r.why;
+        arr.push_back(e);
+      }
+    }
   }
   return j.dump();
 }
@@ -552,6 +776,17 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
   v.max_pairs = j.value("max_pairs", 0);
   v.critical = j.value("critical", 0.0);
   v.drift = j.value("drift", "");
+  v.finished_pairs = j.value("finished_pairs", v.pairs);
+  v.min_pairs = j.value("min_pairs", 0);
+  if (auto u = j.find("unusable"); u != j.end() && u->is_object()) {
+    v.control_unusable = u->value("control", 0);
+    v.control_finished = u->value("control_finished", 0);
+    v.variant_unusable = u->value("variant", 0);
+    v.variant_finished = u->value("variant_finished", 0);
+    v.unusable_p = u->value("p", 1.0);
+  }
+  v.stopped = j.value("stopped", "");
+  v.advice = j.value("advice", std::vector<std::string>{});
   v.correction = j.value("correction", "");
   v.unadjusted_decision = j.value("unadjusted_decision", "");
   if (j.contains("adjusted_p") && j["adjusted_p"].is_number())
@@ -578,6 +813,28 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
     x.decision = m.value("decision", "");
     x.guardrail = m.value("guardrail", "");
     x.note = m.value("note", "");
+    x.method = m.value("method", "");
+    x.critical = m.value("critical", 0.0);
+    x.df = m.value("df", 0.0);
+    x.resolution = m.value("resolution", 0.0);
+    if (auto a = m.find("adjusted"); a != m.end() && a->is_object()) {
+      x.adjusted = true;
+      x.adj_ratio = a->value("ratio", 1.0);
+      x.adj_low = a->value("ci_low", 1.0);
+      x.adj_high = a->value("ci_high", 1.0);
+    }
+    for (auto [key, runs] :
+         {std::pair{"control_runs", &x.control_runs}, std::pair{"variant_runs", &x.variant_runs}}) {
+      for (const auto& e : m.value(key, nlohmann::json::array())) {
+        ComparedRun r;
+        r.run = e.value("run", int64_t{0});
+        r.pair = e.value("pair", -1);
+        r.value = e.value("value", 0.0);
+        r.compared = e.value("compared", true);
+        r.why = e.value("why", "");
+        runs->push_back(r);
+      }
+    }
     v.metrics.push_back(x);
   }
   return v;

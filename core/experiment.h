@@ -43,10 +43,30 @@ struct ArmData {
   // Optional: the ABBA pair of each value (same order as `values`). When both arms have them
   // the comparison is paired: within-pair differences cancel drift and shared node effects.
   std::map<std::string, std::vector<int>> pairs;
-  int runs = 0;                       // runs that finished
-  int failed_runs = 0;                // failed / lost runs (crash, OOM, non-zero exit)
-  std::vector<std::string> failures;  // "run 12: exit 1 (CUDA out of memory)"
-  std::vector<std::string> excluded;  // runs not compared (no steady state, slowdown)
+  // Optional: the run id of each value (same order as `values`), reported with the verdict.
+  std::map<std::string, std::vector<int64_t>> ids;
+  // Optional, per metric: the coarsest printed quantum among the runs (0 = continuous) and the
+  // most distinct values any run's steady window held (0 = unknown).
+  std::map<std::string, double> resolution;
+  std::map<std::string, int> levels;
+  int runs = 0;                        // runs that finished
+  int failed_runs = 0;                 // failed / lost runs (crash, OOM, non-zero exit)
+  std::vector<std::string> failures;   // "run 12: exit 1 (CUDA out of memory)"
+  std::vector<std::string> causes;     // the failures' cause keys ("OOM"), same order
+  std::vector<std::string> excluded;   // runs not compared (no steady state, no value)
+  int flagged = 0;                     // runs compared but flagged (slowed down within the run)
+  std::vector<std::string> nonfinite;  // "run 12: 3 NaN/Inf loss sample(s)", per run and metric
+  // Finished runs that failed, were excluded or were flagged: compared across the arms.
+  int Unusable() const { return failed_runs + static_cast<int>(excluded.size()) + flagged; }
+};
+
+// One run as a metric's comparison used it.
+struct ComparedRun {
+  int64_t run = 0;   // 0 when the arm carried no ids
+  int pair = -1;     // ABBA pair (-1 = unpaired)
+  double value = 0;  // the run's steady-state median
+  bool compared = true;
+  std::string why;  // why not compared ("no partner in its pair", "outlier: …")
 };
 
 struct MetricVerdict {
@@ -63,6 +83,17 @@ struct MetricVerdict {
   std::string decision;                // improved | regressed | unchanged | inconclusive
   std::string guardrail;               // guardrails only: pass | fail | inconclusive
   std::string note;
+  // How: "paired t on log differences", "Welch t on logs" or "Welch t on raw values"; the
+  // critical value and degrees of freedom used, and the runs on each side (values included) so
+  // anyone can recompute it. control/variant medians and n are of the compared runs only.
+  std::string method;
+  double critical = 0, df = 0;
+  double resolution = 0;  // the metric's printed quantum (0 = continuous)
+  std::vector<ComparedRun> control_runs, variant_runs;
+  // Primary metric of a sequential design: the estimate adjusted for early stopping
+  // (median-unbiased, sample-mean ordering) and its 95 % CI, as ratios; adjusted = false otherwise.
+  bool adjusted = false;
+  double adj_ratio = 1, adj_low = 1, adj_high = 1;
 };
 
 struct Verdict {
@@ -72,10 +103,18 @@ struct Verdict {
   std::vector<std::string> reasons;    // why the overall decision differs from the primary's
   std::string hypothesis;              // confirmed | refuted | inconclusive | "" (no hypothesis)
   std::string hypothesis_note;
-  int pairs = 0;        // control/variant pairs compared (the look)
-  int max_pairs = 0;    // the run cap per arm
-  double critical = 0;  // critical value used for the CIs (0 = t quantile)
-  std::string drift;    // controls vs the recorded baseline, when they differ
+  int pairs = 0;           // usable control/variant pairs (the look's index)
+  int finished_pairs = 0;  // pairs whose both runs finished (usable or not)
+  int min_pairs = 0;       // the first look: no decision before this many usable pairs
+  int max_pairs = 0;       // the run cap per arm
+  double critical = 0;     // critical value used for the primary's CI (0 = t quantile)
+  std::string drift;       // controls vs the recorded baseline, when they differ
+  // Exclusions are evidence: unusable (failed, excluded, flagged) finished runs per arm and the
+  // one-sided Fisher exact p that the variant's rate is higher than the control's.
+  int control_unusable = 0, control_finished = 0, variant_unusable = 0, variant_finished = 0;
+  double unusable_p = 1;
+  std::string stopped;              // why it stopped early outside the boundary ("failed: OOM")
+  std::vector<std::string> advice;  // what to change when many runs were left out
   // A batch member's decision is made across its batch (core/decisions.h): the method, the
   // member's own decision before it and its adjusted p. Empty / nullopt outside a batch.
   std::string correction;  // holm | bh
@@ -85,31 +124,51 @@ struct Verdict {
   double PrimaryP() const;
 };
 
+struct SequentialOptions;
 struct VerdictOptions {
   double alpha = 0.05;  // two-sided level of the decision CI
   double critical = 0;  // critical value of the decision CI; 0 = Student t(1 - alpha/2, df)
+  // A sequential design (not owned; outlives the call): each metric's critical value is the
+  // boundary for the number of pairs (or runs per arm) it actually compares, and no metric is
+  // decided on fewer than design->min_pairs. Overrides `critical`.
+  const SequentialOptions* design = nullptr;
+  // Level of the one-sided exclusion-rate test (variant runs unusable more often); 0 = alpha.
+  double unusable_alpha = 0;
   double margin = 0.5;  // improved/regressed need the CI's near end past margin·min_effect
   int min_runs = 2;     // per side, below which a metric is inconclusive
   bool paired = true;   // use pair ids when both arms have them
   bool cross_checks =
       true;  // Mann–Whitney and bootstrap (reported, never decide); off in simulations
+  // EvaluateSequential: adjust the primary's estimate for early stopping once it stops (about
+  // 15 ms a decision); off in simulations that do not report it.
+  bool adjust_estimate = true;
 };
 
 // The run values of one arm a verdict compares for metric `m`: from 6 runs on, runs far from the
 // rest of their arm (> max(4 scaled MADs, 2·min_effect) in log terms: a slow node) are left out.
-// A freeze summarises the variant's level with exactly these.
+// The unpaired comparison uses exactly these; the paired one applies the same rule to the pairs'
+// ratios. Either way MetricVerdict::{control,variant}_runs say which runs were compared.
 std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values);
+
+// One metric's decision from its estimate d on the "0 = no change" scale (log ratio), its
+// standard error, the critical value b and the minimum effect on that scale: improved/regressed
+// need the estimate past the minimum effect and the CI's near end past margin·min_effect;
+// unchanged needs the CI within ±min_effect.
+std::string DecideEffect(double d, double se, double b, double margin_unit, bool higher,
+                         double margin);
 
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
                        const std::optional<Expectation>& expectation,
                        const VerdictOptions& opts = VerdictOptions());
 
 // One step of the sequential design (see core/sequential.h): after each pair, decide or go on.
+// Looks are indexed by usable pairs; it stops when the primary is decided on at least
+// min_pairs usable pairs, at the run cap, or at once when two variant runs failed with the same
+// cause (regressed, "failed: OOM"). The primary's estimate is then adjusted for early stopping.
 struct SequentialStep {
   bool stop = false;
   Verdict verdict;  // at this look (critical value = the boundary b_k)
 };
-struct SequentialOptions;
 // Pairs whose control and variant runs both have a compared value of the primary metric.
 int UsablePairs(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant);
 SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& control,

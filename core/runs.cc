@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 
 namespace tunectl {
 
@@ -23,11 +27,70 @@ RunOutcome DecideRunOutcome(const RunReport& r) {
                : r.signal        ? "killed by signal " + std::to_string(r.signal)
                                  : "exit code " + std::to_string(r.exit_code);
   }
+  if (o.state == RunState::kFailed) {
+    const Cause c = FailureCause(r.stderr_tail, r.exit_code, r.signal);
+    o.cause = !r.reason.empty() && c.line.empty() ? r.reason.substr(0, r.reason.find(':')) : c.key;
+    if (!c.line.empty()) o.reason += " — " + c.key + ": " + c.line;
+  }
   if (r.batches_stored != r.batches_sent)
     o.reason += (o.reason.empty() ? "" : "; ") + std::string("agent sent ") +
                 std::to_string(r.batches_sent) + " metric batches, server has " +
                 std::to_string(r.batches_stored);
   return o;
+}
+
+Cause FailureCause(const std::string& stderr_tail, int exit_code, int signal) {
+  struct Pattern {
+    const char* needle;
+    const char* key;
+  };
+  // First match wins, most specific first.
+  static const Pattern kPatterns[] = {
+      {"CUDA out of memory", "OOM"},
+      {"OutOfMemoryError", "OOM"},
+      {"CUDA error: out of memory", "OOM"},
+      {"HIP out of memory", "OOM"},
+      {"CUBLAS_STATUS_ALLOC_FAILED", "OOM"},
+      {"RESOURCE_EXHAUSTED", "OOM"},
+      {"std::bad_alloc", "host OOM"},
+      {"MemoryError", "host OOM"},
+      {"Cannot allocate memory", "host OOM"},
+      {"Watchdog caught collective operation timeout", "NCCL timeout"},
+      {"collective operation timeout", "NCCL timeout"},
+      {"NCCL error", "NCCL"},
+      {"ncclInternalError", "NCCL"},
+      {"ncclSystemError", "NCCL"},
+      {"ncclUnhandledCudaError", "NCCL"},
+      {"illegal memory access", "CUDA error"},
+      {"device-side assert", "CUDA error"},
+      {"CUDA error", "CUDA error"},
+      {"Segmentation fault", "segfault"},
+  };
+  std::vector<std::string> lines;
+  std::istringstream in(stderr_tail);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  auto clip = [](std::string l) {
+    const size_t b = l.find_first_not_of(" \t");
+    l = b == std::string::npos ? "" : l.substr(b);
+    return l.size() > 200 ? l.substr(0, 197) + "..." : l;
+  };
+  for (const auto& p : kPatterns)
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+      if (it->find(p.needle) != std::string::npos) return {p.key, clip(*it)};
+  if (signal == 9) return {"killed (SIGKILL)", ""};
+  if (signal == 11) return {"segfault", ""};
+  // A Python traceback ends with "package.SomeError: message".
+  static const std::regex kException(
+      R"(^\s*((?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Interrupt)))(:|$))");
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::smatch m;
+    if (std::regex_search(*it, m, kException)) return {m[2].str(), clip(*it)};
+  }
+  if (signal != 0) return {"signal " + std::to_string(signal), ""};
+  return {"exit code " + std::to_string(exit_code), ""};
 }
 
 RetryDecision DecideRetry(int attempt, int max_attempts, const std::string& why) {
@@ -56,12 +119,16 @@ RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run) {
   const RunMetricFacts* m = run.Find(primary->name);
   u.excluded = true;
   if (!m || !m->median) {
+    u.why = Exclusion::kNoValue;
     u.why_not = "run " + std::to_string(run.id) + ": no " + primary->name + " value";
-  } else if (!m->usable) {
+  } else if (!m->usable && !m->slowdown) {
+    u.why = Exclusion::kNoSteadyState;
     u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
   } else {
     u.excluded = false;
     u.counts = true;
+    u.flagged = m->slowdown;
+    if (m->slowdown) u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
   }
   return u;
 }
@@ -89,13 +156,58 @@ int ExpectedRunSeconds(const WorkloadSpec& spec, const std::vector<RunFacts>& ru
   return static_cast<int>(std::ceil(Median(d)));
 }
 
-std::optional<BaselineState> BaselineOutcome(const std::vector<RunFacts>& runs) {
-  bool succeeded = false;
+std::optional<BaselineResult> BaselineOutcome(const WorkloadSpec& spec,
+                                              const std::vector<RunFacts>& runs) {
+  std::vector<const RunFacts*> succeeded, counting;
+  std::string failures;
   for (const auto& r : runs) {
     if (IsActive(r.state)) return std::nullopt;
-    succeeded |= r.state == RunState::kSucceeded;
+    if (r.state == RunState::kSucceeded) succeeded.push_back(&r);
+    if (UseOf(spec, r).counts) counting.push_back(&r);
+    if (r.state != RunState::kSucceeded && failures.size() < 300)
+      failures += (failures.empty() ? "" : "; ") + UseOf(spec, r).why_not;
   }
-  return succeeded ? BaselineState::kCompleted : BaselineState::kFailed;
+  BaselineResult out;
+  if (succeeded.empty()) {
+    out.reason = "no run succeeded" + (failures.empty() ? "" : ": " + failures);
+    return out;
+  }
+  for (const auto& m : spec.metrics) {
+    bool any = false;
+    int samples = 0, nonfinite = 0;
+    for (const RunFacts* r : succeeded) {
+      const RunMetricFacts* f = r->Find(m.name);
+      if (!f) continue;
+      any |= f->median.has_value();
+      samples += f->samples;
+      nonfinite += f->nonfinite;
+    }
+    if (any) continue;
+    std::string why;
+    if (samples == 0)
+      why = "no log line matched it in any of the " + std::to_string(succeeded.size()) +
+            " runs (check its pattern / json_key against the job's output)";
+    else if (nonfinite == samples)
+      why = "all " + std::to_string(samples) + " of its samples were NaN/Inf";
+    else
+      why = "its " + std::to_string(samples) +
+            " samples all fell inside the declared warm-up (warmup_steps) or were NaN/Inf";
+    out.reason = "metric " + m.name + " has no value in any run: " + why;
+    return out;
+  }
+  if (counting.empty()) {
+    std::string why;
+    for (const RunFacts* r : succeeded) {
+      if (why.size() > 300) break;
+      why += (why.empty() ? "" : "; ") + UseOf(spec, *r).why_not;
+    }
+    const MetricSpec* p = spec.PrimaryMetric();
+    out.reason = "no run has a steady-state value of " + (p ? p->name : std::string("the metric")) +
+                 ": " + why;
+    return out;
+  }
+  out.state = BaselineState::kCompleted;
+  return out;
 }
 
 Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
@@ -111,10 +223,15 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
       ++a.runs;
       ++a.failed_runs;
       a.failures.push_back("run " + std::to_string(r->id) + ": " + r->reason);
+      a.causes.push_back(r->state == RunState::kLost ? "" : r->cause);  // lost: not the job's
       continue;
     }
     if (r->state != RunState::kSucceeded) continue;  // active or cancelled: not a result
     ++a.runs;
+    for (const auto& m : r->metrics)
+      if (m.nonfinite > 0)
+        a.nonfinite.push_back("run " + std::to_string(r->id) + ": " + std::to_string(m.nonfinite) +
+                              " NaN/Inf " + m.metric + " sample(s) left out");
     if (variant) {
       // NaN/Inf in a variant's guardrail metric (e.g. a diverged loss) counts as a failure.
       for (const auto& m : r->metrics) {
@@ -123,6 +240,7 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
         ++a.failed_runs;
         a.failures.push_back("run " + std::to_string(r->id) + ": " + std::to_string(m.nonfinite) +
                              " non-finite " + m.metric + " value(s)");
+        a.causes.push_back("non-finite " + m.metric);
       }
     }
     const RunUse use = UseOf(spec, *r);
@@ -130,15 +248,124 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
       a.excluded.push_back(use.why_not);
       continue;
     }
+    if (use.flagged) ++a.flagged;
     const int pair = (r->idx - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
     for (const auto& m : r->metrics) {
       if (!m.median) continue;
       a.values[m.metric].push_back(*m.median);
       a.pairs[m.metric].push_back(pair);
+      a.ids[m.metric].push_back(r->id);
+      a.resolution[m.metric] = std::max(a.resolution[m.metric], m.resolution);
+      a.levels[m.metric] = std::max(a.levels[m.metric], m.levels);
     }
     (variant ? arms.compared_variant : arms.compared_control).push_back(r->id);
   }
   return arms;
+}
+
+namespace {
+
+int64_t RoundUp(double x, int64_t to) {
+  return (static_cast<int64_t>(std::ceil(x)) + to - 1) / to * to;
+}
+
+std::string StepsParam(const WorkloadSpec& spec) {
+  for (const char* n : {"steps", "max_steps", "train_steps", "num_steps", "train_iters",
+                        "iterations", "iters", "max_iters", "total_steps"})
+    if (spec.FindParam(n)) return n;
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
+                                          const std::vector<RunFacts>& runs, const Verdict& v) {
+  std::vector<std::string> out;
+  const MetricSpec* primary = spec.PrimaryMetric();
+  if (!primary) return out;
+  const MetricVerdict* pv = nullptr;
+  for (const auto& m : v.metrics)
+    if (m.metric == primary->name) pv = &m;
+  std::map<int64_t, std::string> outlier;  // run id → why, from the primary's comparison
+  if (pv)
+    for (const auto* side : {&pv->control_runs, &pv->variant_runs})
+      for (const auto& r : *side)
+        if (!r.compared && r.why.rfind("outlier", 0) == 0) outlier[r.run] = r.why;
+  bool too_short = false, flagged = false, slow_node = false;
+  std::set<std::string> short_arms;  // arms with runs that never settled
+  for (const char* arm : {"control", "variant"}) {
+    int finished = 0, left_out = 0;
+    bool arm_short = false, arm_flagged = false, arm_outlier = false;
+    for (const auto& r : runs) {
+      if (r.arm != arm || IsActive(r.state) || r.state == RunState::kCancelled) continue;
+      ++finished;
+      const RunUse u = UseOf(spec, r);
+      if (r.state != RunState::kSucceeded) continue;  // failures are reported as failures
+      if (u.excluded || u.flagged || outlier.count(r.id)) ++left_out;
+      arm_short |= u.why == Exclusion::kNoSteadyState;
+      arm_flagged |= u.flagged;
+      arm_outlier |= outlier.count(r.id) > 0;
+    }
+    if (finished == 0 || 4 * left_out <= finished) continue;  // a quarter or fewer: no advice
+    if (arm_short) short_arms.insert(arm);
+    too_short |= arm_short;
+    flagged |= arm_flagged;
+    slow_node |= arm_outlier;
+    out.push_back(std::string(arm) + ": " + std::to_string(left_out) + " of " +
+                  std::to_string(finished) + " finished runs were not compared or slowed down");
+  }
+  if (out.empty()) return out;
+  if (too_short) {
+    // Where the compared runs of the arms that lost runs settle (their steady window's first
+    // step), and how long runs are. Another arm's warm-up says nothing about this one's.
+    std::vector<double> settle, length;
+    for (const auto& r : runs) {
+      const RunMetricFacts* f = r.Find(primary->name);
+      if (!f || r.state != RunState::kSucceeded || !short_arms.count(r.arm)) continue;
+      if (f->last_step > 0) length.push_back(static_cast<double>(f->last_step));
+      if (UseOf(spec, r).counts && f->steady_from_step > 0)
+        settle.push_back(static_cast<double>(f->steady_from_step - 1));
+    }
+    const std::string param = StepsParam(spec);
+    const std::string knob = param.empty() ? "the job's step count" : param;
+    const double s = length.empty() ? 0 : Median(length);
+    if (!settle.empty() && Median(settle) > 0) {
+      const int64_t warm = RoundUp(Median(settle), 1);
+      // The steady segment must cover at least half of the run after the declared warm-up;
+      // three times the warm-up leaves room for the change-point analysis.
+      const int64_t steps =
+          std::max<int64_t>(RoundUp(3.0 * static_cast<double>(warm), 10), RoundUp(s, 10));
+      out.push_back("runs too short for a steady state: compared runs settle only at step ~" +
+                    std::to_string(warm) + " of " + std::to_string(static_cast<int64_t>(s)) +
+                    "; warm-up is longer than declared: set warmup_steps: " + std::to_string(warm) +
+                    " in the workload" +
+                    (steps > RoundUp(s, 10) ? ", and raise " + knob + " to " + std::to_string(steps)
+                                            : std::string()));
+    } else {
+      const int64_t steps = s > 0 ? RoundUp(2 * s, 10) : 0;
+      out.push_back(
+          "runs too short for a steady state (the stable segment covers under half of "
+          "each run): raise " +
+          knob + (steps > 0 ? " to " + std::to_string(steps) : std::string(" (×2)")) +
+          ", or declare the warm-up (warmup_steps) if it is known");
+    }
+  }
+  if (slow_node) {
+    std::map<std::string, int> by_node;
+    for (const auto& r : runs)
+      if (outlier.count(r.id)) ++by_node[r.node.empty() ? "?" : r.node];
+    std::string nodes;
+    for (const auto& [n, k] : by_node)
+      nodes += (nodes.empty() ? "" : ", ") + n + " (" + std::to_string(k) + " run(s))";
+    out.push_back("runs far from the rest of their arm, on " + nodes +
+                  ": a node slower than the rest? check it, or keep the experiment off it with "
+                  "--selector");
+  }
+  if (flagged)
+    out.push_back(
+        "runs slowed down within the run (throttling, memory creep?): check GPU clocks "
+        "and temperatures (nvidia-smi -q -d PERFORMANCE) and memory growth");
+  return out;
 }
 
 }  // namespace tunectl

@@ -25,14 +25,25 @@ struct RunReport {
   int64_t batches_sent = 0;       // metric batches the agent says it sent
   int64_t batches_stored = 0;     // metric batches the server stored for the attempt
   bool window_cancel = false;     // the server stopped it at the end of its window (requeue)
+  std::string stderr_tail;        // the job's last stderr lines (the crash's cause is there)
 };
 
 struct RunOutcome {
   bool requeue = false;  // stopped at the end of its window: queue again, not finished
   RunState state = RunState::kSucceeded;
   std::string reason;  // why it failed / what is off; "" for a clean success
+  std::string cause;   // a failed run's cause key (see FailureCause); "" otherwise
 };
 RunOutcome DecideRunOutcome(const RunReport& r);
+
+// Why a job died, from its stderr tail and exit status: a short key that two failures of the same
+// kind share ("OOM", "NCCL", "NCCL timeout", "CUDA error", "segfault", "killed (SIGKILL)",
+// "RuntimeError", "exit code 3") and the line that shows it ("" when none does).
+struct Cause {
+  std::string key;
+  std::string line;
+};
+Cause FailureCause(const std::string& stderr_tail, int exit_code, int signal);
 
 // A run whose agent was lost (or that was stopped at a window end): a new attempt while
 // attempts are left, else lost.
@@ -47,7 +58,14 @@ struct RunMetricFacts {
   std::string metric;
   std::optional<double> median;  // of the steady-state window; nullopt without samples
   bool usable = true;            // the within-run analysis found a steady state, no slowdown
+  bool slowdown = false;         // the run got slower (throttling, memory creep): it counts, at
+                                 // the level it slowed to, and is flagged
   int nonfinite = 0;             // NaN/Inf samples
+  int samples = 0;               // samples logged
+  int64_t steady_from_step = 0;  // first step of the steady window (0 = unknown)
+  int64_t last_step = 0;         // the run's last logged step (0 = unknown)
+  double resolution = 0;         // the printed quantum of the values (0 = unknown / continuous)
+  int levels = 0;                // distinct values in the steady window (0 = unknown)
   std::string warnings;
 };
 struct RunFacts {
@@ -57,15 +75,22 @@ struct RunFacts {
   int idx = 0;      // 1-based position in its baseline or experiment
   std::string reason;
   std::optional<double> duration_s;  // finished - started, when both are known
+  std::string cause;                 // a failed run's cause key (FailureCause)
+  std::string node;                  // the agent that ran it ("" = unknown)
   std::vector<RunMetricFacts> metrics;
   const RunMetricFacts* Find(const std::string& metric) const;
 };
 
 // Whether a run counts (is compared, summarised, part of a series): it succeeded and its primary
-// metric has a value from a usable steady state. `why_not` says why a finished run does not.
+// metric has a value from a steady state. A run that slowed down counts at the level it slowed to
+// (the slowdown is what the config did) and is flagged. `why_not` says why a finished run does
+// not count.
+enum class Exclusion { kNone, kNoValue, kNoSteadyState };
 struct RunUse {
   bool counts = false;
-  bool excluded = false;  // succeeded but unusable (no steady state, slowdown, no value)
+  bool excluded = false;  // succeeded but not compared (no steady state, no value)
+  bool flagged = false;   // counted, but slowed down within the run
+  Exclusion why = Exclusion::kNone;
   std::string why_not;
 };
 RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run);
@@ -83,17 +108,29 @@ std::vector<MetricSummary> SummarizeRuns(const WorkloadSpec& spec,
 int ExpectedRunSeconds(const WorkloadSpec& spec, const std::vector<RunFacts>& runs);
 
 // A baseline's state once none of its runs is active (nullopt while some are): completed when
-// one succeeded, else failed.
-std::optional<BaselineState> BaselineOutcome(const std::vector<RunFacts>& runs);
+// a run counts and every metric has a value in some counting run; else failed, with the reason
+// (which metric had no value, and why).
+struct BaselineResult {
+  BaselineState state = BaselineState::kFailed;
+  std::string reason;  // "" when completed
+};
+std::optional<BaselineResult> BaselineOutcome(const WorkloadSpec& spec,
+                                              const std::vector<RunFacts>& runs);
 
 // An experiment's control and variant arms, built from its runs by the counting rule: counted
-// runs give their values with their ABBA pair ((idx - 1) / 2); excluded ones are listed with the
-// reason; failed and lost ones count against their arm; NaN/Inf in a variant's guardrail metric
-// counts as a failure of that run.
+// runs give their values with their ABBA pair ((idx - 1) / 2) and run id; excluded ones are listed
+// with the reason and counted as unusable; failed and lost ones count against their arm (their
+// cause kept); NaN/Inf in a variant's guardrail metric counts as a failure of that run.
 struct Arms {
   ArmData control, variant;
   std::vector<int64_t> compared_control, compared_variant;  // run ids, in run order
 };
 Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs);
+
+// Advice instead of silence: when more than a quarter of an arm's finished runs were not
+// compared (no steady state, no value, outliers) or slowed down, what to change — run at least N
+// steps, set warmup_steps: M, check node X, check clocks/thermals. Empty otherwise.
+std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
+                                          const std::vector<RunFacts>& runs, const Verdict& v);
 
 }  // namespace tunectl

@@ -12,10 +12,9 @@ namespace tunectl {
 
 struct SequentialOptions {
   double alpha = 0.05;  // overall two-sided false-positive rate of the boundary
-  int min_pairs = 4;    // first look
-  // An early stop also needs this many pairs whose both runs are usable (compared); runs left
-  // out would otherwise let a decision rest on one or two pairs. At the cap the look decides.
-  int min_usable_pairs = 3;
+  // The first look, in usable pairs (both runs compared): no decision rests on fewer, at any
+  // look, the cap included. At least 3; the boundary is calibrated from here.
+  int min_pairs = 4;
   int max_pairs = 10;  // the run cap per arm
   bool paired = true;  // paired t on within-pair differences (ABBA pairs), else Welch
 };

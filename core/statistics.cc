@@ -277,4 +277,19 @@ Interval BootstrapRatioOfMediansBca(const std::vector<double>& x, const std::vec
   return {pick(level(alpha / 2)), pick(level(1 - alpha / 2))};
 }
 
+double FisherExactGreater(int a, int na, int b, int nb) {
+  const int events = a + b, n = na + nb;
+  if (events <= 0 || na < 0 || nb <= 0 || a > na || b > nb) return 1;
+  auto lchoose = [](int n_, int k_) {
+    return std::lgamma(n_ + 1.0) - std::lgamma(k_ + 1.0) - std::lgamma(n_ - k_ + 1.0);
+  };
+  const double total = lchoose(n, events);
+  double p = 0;
+  for (int x = b; x <= std::min(nb, events); ++x) {
+    if (events - x > na) continue;
+    p += std::exp(lchoose(nb, x) + lchoose(na, events - x) - total);
+  }
+  return std::min(1.0, p);
+}
+
 }  // namespace tunectl

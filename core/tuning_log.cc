@@ -8,13 +8,24 @@ using json = nlohmann::json;
 
 namespace {
 
+// The actual effect: for a sequential design's primary, the estimate adjusted for early
+// stopping (and it says so), with the estimate at the stopping look beside it.
 json MetricEntry(const MetricVerdict& m) {
-  return {{"metric", m.metric},       {"role", m.role},
-          {"ratio", m.ratio},         {"effect", FormatEffect(m.ratio)},
-          {"ci_low", m.ci_low},       {"ci_high", m.ci_high},
-          {"p_value", m.p_value},     {"decision", m.decision},
-          {"guardrail", m.guardrail}, {"n_control", m.n_control},
-          {"n_variant", m.n_variant}};
+  json e = {{"metric", m.metric},       {"role", m.role},
+            {"ratio", m.ratio},         {"effect", FormatEffect(m.ratio)},
+            {"ci_low", m.ci_low},       {"ci_high", m.ci_high},
+            {"p_value", m.p_value},     {"decision", m.decision},
+            {"guardrail", m.guardrail}, {"n_control", m.n_control},
+            {"n_variant", m.n_variant}};
+  if (m.adjusted) {
+    e["raw"] = {{"ratio", m.ratio}, {"ci_low", m.ci_low}, {"ci_high", m.ci_high}};
+    e["ratio"] = m.adj_ratio;
+    e["effect"] = FormatEffect(m.adj_ratio);
+    e["ci_low"] = m.adj_low;
+    e["ci_high"] = m.adj_high;
+    e["adjusted"] = "median-unbiased for early stopping (sample-mean ordering)";
+  }
+  return e;
 }
 
 }  // namespace

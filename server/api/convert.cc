@@ -39,6 +39,7 @@ void ToProto(const BaselineRow& b, v1::Baseline* out) {
   out->set_runs_succeeded(b.runs_succeeded);
   out->set_runs_failed(b.runs_failed);
   out->set_runs_active(b.runs_active);
+  out->set_reason(b.reason);
   out->set_created_at(b.created_at);
   out->set_finished_at(b.finished_at);
   for (const auto& [k, v] : b.params) (*out->mutable_params())[k] = v;
@@ -153,6 +154,7 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_id(e.id);
   out->set_spec_revision(e.spec_revision);
   out->set_batch_id(e.batch_id);
+  if (e.verdict) out->set_verdict_json(VerdictToJson(*e.verdict));
   if (e.verdict && !e.verdict->correction.empty()) {
     out->set_correction(e.verdict->correction);
     out->set_unadjusted_decision(e.verdict->unadjusted_decision);

@@ -196,8 +196,13 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
       experiment_id);
   if (e.empty() || e[0]["state"].as<std::string>() != Name(ExperimentState::kRunning)) return;
   const std::vector<RunFacts> runs = LoadRunFacts(w, "r.experiment_id = $1", experiment_id);
-  for (const auto& r : runs)
-    if (IsActive(r.state)) return;
+  bool active = false, failed = false;
+  for (const auto& r : runs) {
+    active |= IsActive(r.state);
+    failed |= r.state == RunState::kFailed || r.state == RunState::kLost;
+  }
+  // With runs still active only a failure can end it early (the same cause twice).
+  if (active && !failed) return;
   const int64_t workload_id = e[0]["workload_id"].as<int64_t>();
   auto spec = LoadSpecRevision(w, workload_id, e[0]["spec_revision"].as<int>());
   if (!spec.ok()) return;
@@ -211,6 +216,18 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
   design.max_pairs = e[0]["repeats"].as<int>();
   design.min_pairs = e[0]["min_pairs"].as<int>();
   SequentialStep step = EvaluateSequential(*spec, arms.control, arms.variant, expect, design);
+  if (active) {
+    if (!step.stop || step.verdict.stopped.empty()) return;
+    // Stopped at once (e.g. the variant died twice of OOM): the rest would waste node-hours.
+    const std::string why = "experiment stopped: " + step.verdict.stopped;
+    w.exec_params0(
+        "UPDATE runs SET state = 'cancelled', finished_at = tunectl_now(), reason = $2 WHERE "
+        "experiment_id = $1 AND state = 'queued'",
+        experiment_id, why);
+    w.exec_params0(Sql("UPDATE runs SET cancel_requested = true, cancel_reason = '' WHERE "
+                       "experiment_id = $1 AND state IN {held}"),
+                   experiment_id);
+  }
   const int queued = e[0]["queued_pairs"].as<int>();
   if (!step.stop && queued < design.max_pairs) {
     // Undecided: one more interleaved pair, with the launches the experiment already uses.
@@ -234,6 +251,7 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
     return;
   }
   Verdict v = step.verdict;
+  v.advice = AdviseExclusions(*spec, runs, v);
   const int64_t baseline_id = e[0]["baseline_id"].as<int64_t>();
   std::optional<double> level;
   if (!v.primary.empty()) {

@@ -63,8 +63,12 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
              change.dump())[0]
             .as<int64_t>();
     // The new version's measured level: exactly the variant runs the verdict compared (the one
-    // counting rule, core::BuildArms, then the verdict's own outlier rule, ComparedRunValues).
+    // counting rule, core::BuildArms, then the comparison's own choice of runs: complete pairs,
+    // outlier pairs or runs left out), read from the verdict's run lists.
     const Arms arms = BuildArms(*spec, LoadRunFacts(w, "r.experiment_id = $1", id));
+    VerdictOptions vo;
+    vo.cross_checks = false;
+    const Verdict compared = ComputeVerdict(*spec, arms.control, arms.variant, std::nullopt, vo);
     const int n = static_cast<int>(arms.compared_variant.size());
     const int64_t bid =
         w.exec_params1(
@@ -73,15 +77,16 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
              "tunectl_now(), $5, $6) RETURNING id",
              workload_id, cfg, std::max(1, n), actor, id, row["spec_revision"].as<int>())[0]
             .as<int64_t>();
-    for (const auto& m : spec->metrics) {
-      auto it = arms.variant.values.find(m.name);
-      if (it == arms.variant.values.end()) continue;
-      Descriptive d = Describe(ComparedRunValues(m, it->second));
+    for (const auto& m : compared.metrics) {
+      std::vector<double> values;
+      for (const auto& run : m.variant_runs)
+        if (run.compared) values.push_back(run.value);
+      Descriptive d = Describe(values);
       if (d.n == 0) continue;
       w.exec_params0(
           "INSERT INTO baseline_summaries(baseline_id, metric, n, median, mean, stddev, cv, "
           "min, max) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-          bid, m.name, d.n, d.median, d.mean, d.stddev, d.cv, d.min, d.max);
+          bid, m.metric, d.n, d.median, d.mean, d.stddev, d.cv, d.min, d.max);
     }
     w.exec_params0(
         "UPDATE experiments SET state = 'frozen', frozen_config_id = $2, frozen_at = "

@@ -17,11 +17,15 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
                                    const std::string& metric) {
   std::vector<RunFacts> out;
   auto rows = w.exec_params(
-      "SELECT r.id, r.state, COALESCE(r.arm, '') AS arm, r.idx, r.reason, "
+      "SELECT r.id, r.state, COALESCE(r.arm, '') AS arm, r.idx, r.reason, r.failure_cause, "
+      "COALESCE((SELECT a.name FROM agents a WHERE a.id = r.agent_id), '') AS node, "
       "extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s, "
       "COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, rs.metric, rs.median, "
       "COALESCE(rs.usable, true) AS usable, COALESCE(rs.nonfinite, 0) AS nonfinite, "
-      "COALESCE(rs.warnings, '') AS warnings FROM runs r LEFT JOIN run_summaries rs ON "
+      "COALESCE(rs.warnings, '') AS warnings, COALESCE(rs.slowdown, false) AS slowdown, "
+      "COALESCE(rs.samples, 0) AS samples, COALESCE(rs.resolution, 0) AS resolution, "
+      "COALESCE(rs.levels, 0) AS levels, COALESCE(rs.steady_from_step, 0) AS steady_from_step, "
+      "COALESCE(rs.last_step, 0) AS last_step FROM runs r LEFT JOIN run_summaries rs ON "
       "rs.run_id = r.id" +
           (metric.empty() ? std::string() : " AND rs.metric = " + w.quote(metric)) + " WHERE " +
           condition + " ORDER BY " + order + ", r.id, rs.metric",
@@ -35,6 +39,8 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
       f.arm = row["arm"].as<std::string>();
       f.idx = row["idx"].as<int>();
       f.reason = row["reason"].as<std::string>();
+      f.cause = row["failure_cause"].as<std::string>();
+      f.node = row["node"].as<std::string>();
       if (!row["duration_s"].is_null()) f.duration_s = row["duration_s"].as<double>();
       out.push_back(std::move(f));
       if (finished_at) finished_at->push_back(row["finished_at"].as<std::string>());
@@ -46,6 +52,12 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
     m.usable = row["usable"].as<bool>();
     m.nonfinite = row["nonfinite"].as<int>();
     m.warnings = row["warnings"].as<std::string>();
+    m.slowdown = row["slowdown"].as<bool>();
+    m.samples = row["samples"].as<int>();
+    m.resolution = row["resolution"].as<double>();
+    m.levels = row["levels"].as<int>();
+    m.steady_from_step = row["steady_from_step"].as<int64_t>();
+    m.last_step = row["last_step"].as<int64_t>();
     out.back().metrics.push_back(std::move(m));
   }
   return out;
@@ -77,13 +89,16 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
                          baseline_id);
   if (b.empty() || b[0]["state"].as<std::string>() != Name(BaselineState::kRunning)) return;
   const std::vector<RunFacts> runs = LoadRunFacts(w, "r.baseline_id = $1", baseline_id);
-  const std::optional<BaselineState> state = BaselineOutcome(runs);
-  if (!state) return;
   auto spec =
       LoadSpecRevision(w, b[0]["workload_id"].as<int64_t>(), b[0]["spec_revision"].as<int>());
+  if (!spec.ok()) return;
+  const std::optional<BaselineResult> result = BaselineOutcome(*spec, runs);
+  if (!result) return;
+  const BaselineState* state = &result->state;
   int succeeded = 0;
   for (const auto& r : runs) succeeded += r.state == RunState::kSucceeded;
   json detail = {{"succeeded", succeeded}, {"runs", runs.size()}};
+  if (!result->reason.empty()) detail["reason"] = result->reason;
   w.exec_params0("DELETE FROM baseline_summaries WHERE baseline_id = $1", baseline_id);
   if (spec.ok()) {
     for (const auto& m : SummarizeRuns(*spec, runs)) {
@@ -95,8 +110,9 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
       detail["median_" + m.metric] = d.median;
     }
   }
-  w.exec_params0("UPDATE baselines SET state = $2, finished_at = tunectl_now() WHERE id = $1",
-                 baseline_id, Name(*state));
+  w.exec_params0(
+      "UPDATE baselines SET state = $2, reason = $3, finished_at = tunectl_now() WHERE id = $1",
+      baseline_id, Name(*state), result->reason);
   Audit(w, actor, std::string("baseline.") + Name(*state), "baseline", baseline_id, detail);
 }
 
@@ -268,7 +284,7 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
         Sql("SELECT b.id, wl.name AS workload, c.version, c.params::text AS params, b.repeats, "
             "b.state, wr.spec::text AS spec, b.spec_revision, tunectl_ts(b.created_at) AS "
             "created_at, COALESCE(tunectl_ts(b.finished_at), '') AS finished_at, b.purpose, "
-            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+            "b.reason, (SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
             " AND r.state = 'succeeded') AS succeeded, "
             "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
             " AND (r.state = 'cancelled' OR r.state IN {failed})) AS failed, "
@@ -299,6 +315,7 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     b.created_at = row["created_at"].as<std::string>();
     b.finished_at = row["finished_at"].as<std::string>();
     b.purpose = row["purpose"].as<std::string>();
+    b.reason = row["reason"].as<std::string>();
     b.runs_succeeded = row["succeeded"].as<int>();
     b.runs_failed = row["failed"].as<int>();
     b.runs_active = row["active"].as<int>();
@@ -440,6 +457,7 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
                        run_id, attempt)[0]
             .as<int64_t>();
     report.window_cancel = r[0]["cancel_reason"].as<std::string>() == "window";
+    report.stderr_tail = res.stderr_tail;
     const RunOutcome outcome = DecideRunOutcome(report);
     if (outcome.requeue) {
       // Stopped at the end of its window (policy requeue): a new attempt that does not count
@@ -454,8 +472,9 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
     const std::string state = Name(outcome.state);
     w.exec_params0(
         "UPDATE runs SET state = $2, exit_code = $3, signal = $4, reason = $5, stderr_tail = $6, "
-        "lines = $7, finished_at = tunectl_now() WHERE id = $1",
-        run_id, state, res.exit_code, res.signal, outcome.reason, res.stderr_tail, res.lines);
+        "lines = $7, failure_cause = $8, finished_at = tunectl_now() WHERE id = $1",
+        run_id, state, res.exit_code, res.signal, outcome.reason, res.stderr_tail, res.lines,
+        outcome.cause);
 
     auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
     if (!launch.ok())
@@ -471,11 +490,8 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
     // Steps marked by run.skip_steps (checkpoint saves, evaluations) are left out of every metric.
     const std::map<std::string, int> skipped = DropSkippedSteps(&series);
     w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);
-    json detail = {{"attempt", attempt},
-                   {"state", state},
-                   {"exit_code", res.exit_code},
-                   {"signal", res.signal},
-                   {"reason", outcome.reason}};
+    json detail = {{"attempt", attempt},   {"state", state},           {"exit_code", res.exit_code},
+                   {"signal", res.signal}, {"reason", outcome.reason}, {"cause", outcome.cause}};
     std::vector<std::string> names;
     std::vector<SteadyState> analyses;
     for (const auto& [metric, values] : series) {
@@ -495,12 +511,15 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
       if (auto it = skipped.find(metric); it != skipped.end())
         warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +
                     " sample(s) at skipped steps (run.skip_steps) left out";
+      const int64_t last_step = values.empty() ? 0 : values.back().step;
       w.exec_params0(
           "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
-          "usable, detected_warmup, mad, lag1, warnings) "
-          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+          "usable, detected_warmup, mad, lag1, warnings, slowdown, resolution, levels, "
+          "steady_from_step, last_step) "
+          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)",
           run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite, s.usable(),
-          s.detected_warmup, s.mad, s.lag1, warnings);
+          s.detected_warmup, s.mad, s.lag1, warnings, s.slowdown, s.resolution, s.levels,
+          s.steady_from_step, last_step);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
     WatchRun(w, run_id, names, analyses);

@@ -56,6 +56,7 @@ struct BaselineRow {
   ParamValues params;
   int repeats = 0;
   std::string state;
+  std::string reason;  // why it failed ("metric loss has no value in any run: …"); "" otherwise
   int runs_succeeded = 0, runs_failed = 0, runs_active = 0;
   std::vector<MetricSummaryRow> summaries;  // in the workload's metric order
   WorkloadSpec spec;                        // for units / roles

@@ -143,7 +143,8 @@ TEST(Batches, ABatchSpanningSeveralNightsCompletes) {
     auto plans = st.ClaimRuns(s.agent, {}, 2, open);  // two runs fit tonight
     ASSERT_TRUE(plans.ok());
     for (const auto& p : *plans) {
-      const double level = st.GetRun(p.run_id)->arm == "variant" ? 200 : 100;
+      const double level = (st.GetRun(p.run_id)->arm == "variant" ? 200 : 100) *
+                           (1 + 0.002 * (static_cast<double>((p.run_id * 5) % 4) - 1.5));
       ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1,
                                        {{"sps", 1, level, 1}, {"sps", 2, level + 1, 2}}));
       ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 2}, "agent:n1").ok());

@@ -173,6 +173,26 @@ TEST(Store, ClaimRespectsSelectorAndFreeSlots) {
   EXPECT_TRUE(st.ClaimRuns(gpu, {{"pool", "gpu"}, {"gpu", "a100"}}, 2)->empty());  // slots full
 }
 
+TEST(Store, ABaselineFailsNamingAMetricNoRunLogged) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto bid = st.CreateBaseline("demo", 2, "user:t");
+  int64_t agent = AddAgent(st, "n1");
+  auto plans = st.ClaimRuns(agent, {{"pool", "cpu"}}, 2);
+  ASSERT_TRUE(plans.ok());
+  for (const auto& p : *plans) {
+    ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+    std::vector<SampleIn> s;
+    for (int k = 1; k <= 6; ++k) s.push_back({"sps", k, 100.0 + k % 3, k});  // no loss at all
+    ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+    ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 6}, "agent:n1").ok());
+  }
+  auto b = st.GetBaseline(*bid);
+  EXPECT_EQ(b->state, "failed");
+  EXPECT_THAT(b->reason, HasSubstr("metric loss has no value in any run: no log line matched it"));
+}
+
 TEST(Store, FinishedRunsCompleteTheBaselineWithSummary) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();
@@ -188,22 +208,23 @@ TEST(Store, FinishedRunsCompleteTheBaselineWithSummary) {
     // warm-up steps 1-2 are slow outliers; steady steps 3..6 are level[i]
     std::vector<SampleIn> s = {{"sps", 1, 1.0, 1}, {"sps", 2, 1.0, 2}};
     for (int k = 3; k <= 6; ++k) s.push_back({"sps", k, level[i], k});
+    for (int k = 1; k <= 6; ++k) s.push_back({"loss", k, 2.0 + 0.01 * k, k});
     ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
     ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 6}, "agent:n1").ok());
     auto b = st.GetBaseline(*bid);
     EXPECT_EQ(b->state, i < 2 ? "running" : "completed");
   }
   auto b = st.GetBaseline(*bid);
-  ASSERT_EQ(b->summaries.size(), 1u);
+  ASSERT_EQ(b->summaries.size(), 2u);
   EXPECT_EQ(b->summaries[0].metric, "sps");
   EXPECT_EQ(b->summaries[0].stats.n, 3);
   EXPECT_DOUBLE_EQ(b->summaries[0].stats.median, 110);
   EXPECT_DOUBLE_EQ(b->summaries[0].stats.stddev, 10);
   auto run = st.GetRun((*plans)[0].run_id);
-  ASSERT_EQ(run->metrics.size(), 2u);  // loss has no samples but is listed
+  ASSERT_EQ(run->metrics.size(), 2u);
   EXPECT_EQ(run->metrics[1].metric, "sps");
   EXPECT_EQ(run->metrics[1].steady, 4);
-  EXPECT_EQ(run->samples, 6);
+  EXPECT_EQ(run->samples, 12);
   // Finishing again (a resent RunFinished) changes nothing.
   ASSERT_TRUE(st.FinishRun((*plans)[0].run_id, 1, {1, 0, "", "", 1, 6}, "agent:n1").ok());
   EXPECT_EQ(st.GetRun((*plans)[0].run_id)->state, "succeeded");

@@ -124,14 +124,18 @@ class BaselineE2E(unittest.TestCase):
     def test_7_checkpoint_steps_are_left_out(self):
         c = self.c
         text = demo_variant("name: demo", "name: demo-ckpt")
-        text = demo_variant('DEMO_CHECKPOINT_EVERY: "0"', 'DEMO_CHECKPOINT_EVERY: "25"', text)
+        text = demo_variant('DEMO_CHECKPOINT_EVERY: "0"', 'DEMO_CHECKPOINT_EVERY: "80"', text)
+        # 200 steps: a 60-step run on a loaded 2-core machine may never settle, and a baseline
+        # without one steady run now fails (as it should)
+        text = demo_variant("steps:           {type: int, default: 60",
+                            "steps:           {type: int, default: 200", text)
         c.cli("workload", "apply", "-f", c.write("ckpt.yaml", text))
         b = json.loads(c.cli("baseline", "create", "--workload", "demo-ckpt", "--repeats", "1",
                              "--wait", "-o", "json").stdout)
         run = c.json("run", "list", "--baseline", str(b["id"]))[0]
         log = os.path.join(c.runs_dir(run["agent"]), f"{run['id']}-{run['attempt']}", "output.log")
         with open(log) as f:
-            self.assertEqual(f.read().count("saving checkpoint at step"), 2)  # steps 25 and 50
+            self.assertEqual(f.read().count("saving checkpoint at step"), 2)  # steps 80 and 160
         m = {x["metric"]: x for x in c.json("run", "show", str(run["id"]))["metrics"]}
         self.assertEqual(set(m), {"samples_per_s", "step_time_ms", "loss"})  # a mark, no metric
         for name in m:
@@ -218,8 +222,13 @@ class BaselineE2E(unittest.TestCase):
         c.start_agent("node-1", labels=("pool=cpu", "gpu=none"), slots=2)
         c.wait_for(lambda: c.json("baseline", "show", str(bid))["state"] != "running",
                    timeout=120, what="the baseline to finish from the spool")
-        self.assertEqual(c.json("baseline", "show", str(bid))["state"], "completed")
+        b = c.json("baseline", "show", str(bid))
         run = c.json("run", "list", "--baseline", str(bid))[0]
+        self.assertEqual(run["state"], "succeeded", run)
+        # Delivered. A single run on a loaded machine may not settle; the baseline then fails
+        # for that reason, and only that one.
+        if b["state"] != "completed":
+            self.assertIn("no steady state", b.get("reason", ""), b)
         self.assertEqual(run["attempt"], 1)  # delivered, not re-run
         self.assert_no_loss_no_duplicates(bid)
         c.wait_for(lambda: not os.listdir(spool), timeout=10, what="the spool to empty once acked")

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/sequential.h"
 
@@ -154,6 +155,137 @@ TEST(DropSkippedSteps, RemovesMarkedStepsFromEveryMetric) {
   std::map<std::string, std::vector<StepValue>> none = {{"sps", {{1, 10}}}};
   EXPECT_TRUE(DropSkippedSteps(&none).empty());
   EXPECT_EQ(none["sps"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(AnalyzeRun, ASlowLastStepIsNotASlowdownWhateverTheRunLength) {
+  // One 50 %-speed final step (a checkpoint, an evaluation): before the windows were equal, a
+  // 121-step run put it alone in the last window and every such run was flagged.
+  for (int n = 115; n <= 135; ++n)
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      auto samples = Series(
+          n, [](int) { return 100.0; }, 0.02, seed * 1000 + static_cast<uint64_t>(n));
+      samples.back().value *= 0.5;
+      auto s = AnalyzeRun(samples, 5, Better::kHigher);
+      EXPECT_TRUE(s.usable()) << n << " steps, seed " << seed << ": "
+                              << (s.warnings.empty() ? "" : s.warnings[0]);
+      EXPECT_NEAR(s.stats.median, 100, 1) << n;
+    }
+}
+
+TEST(AnalyzeRun, ASingleSlowStepMidRunIsAnOutlierNotALevelShift) {
+  auto samples = Series(
+      150, [](int) { return 100.0; }, 0.01, 21);
+  samples[75].value = 50;
+  auto s = AnalyzeRun(samples, 5, Better::kHigher);
+  EXPECT_TRUE(s.usable());
+  EXPECT_EQ(s.detected_warmup, 0);
+  EXPECT_EQ(s.steady, 145);
+  EXPECT_EQ(s.outliers, 1);
+}
+
+TEST(AnalyzeRun, AnEightPercentDropAtMidRunIsASlowdown) {
+  auto s = AnalyzeRun(Series(
+                          300, [](int i) { return i <= 150 ? 100.0 : 92.0; }, 0.03, 22),
+                      5, Better::kHigher);
+  EXPECT_TRUE(s.slowdown);
+  EXPECT_FALSE(s.usable());
+  EXPECT_NEAR(s.stats.median, 92, 1);
+}
+
+TEST(AnalyzeRun, StronglyAutocorrelatedSteadyRunsAreRarelyFlagged) {
+  // AR(1) φ = 0.9 step noise (3 % marginal sd) after an undeclared warm-up ramp: the window
+  // medians wander, and a noise scale from first differences alone would cut them into segments.
+  SimRng rng(23);
+  int flagged = 0;
+  const int runs = 300;
+  for (int r = 0; r < runs; ++r) {
+    const int n = 300 + static_cast<int>(rng.Uniform() * 12);
+    const int warm = 5 + static_cast<int>(rng.Uniform() * 36);
+    const double phi = 0.9;
+    double u = 0.03 * rng.Normal();
+    std::vector<StepValue> samples;
+    for (int t = 1; t <= n; ++t) {
+      if (t > 1) u = phi * u + 0.03 * std::sqrt(1 - phi * phi) * rng.Normal();
+      double v = 1000 * std::exp(u);
+      if (t <= warm) v *= 0.5 + 0.5 * t / warm;
+      samples.push_back({t, v});
+    }
+    auto s = AnalyzeRun(samples, 5, Better::kHigher);
+    flagged += s.slowdown || s.no_steady_state;
+  }
+  EXPECT_LE(flagged, runs * 3 / 100);
+}
+
+TEST(AnalyzeRun, NonFiniteSamplesAreCountedAndLeftOut) {
+  auto samples = Series(
+      60, [](int) { return 100.0; }, 0.01, 24);
+  samples[2].value = std::nan("");  // inside the declared warm-up: just warm-up
+  samples[20].value = std::nan("");
+  samples[30].value = std::numeric_limits<double>::infinity();
+  samples[40].value = -std::numeric_limits<double>::infinity();
+  auto s = AnalyzeRun(samples, 5, Better::kHigher);
+  EXPECT_EQ(s.samples, 60);
+  EXPECT_EQ(s.declared_warmup, 5);
+  EXPECT_EQ(s.nonfinite, 3);
+  EXPECT_EQ(s.detected_warmup, 0);
+  EXPECT_EQ(s.steady, 52);
+  EXPECT_EQ(s.steady_from_step, 6);
+  EXPECT_TRUE(s.usable());
+  EXPECT_NEAR(s.stats.median, 100, 1);
+  EXPECT_THAT(s.warnings, ::testing::Contains("3 NaN/Inf sample(s) left out"));
+
+  std::vector<StepValue> all_nan = {{1, std::nan("")}, {2, std::nan("")}};
+  auto n = AnalyzeRun(all_nan, 0, Better::kHigher);
+  EXPECT_EQ(n.nonfinite, 2);
+  EXPECT_FALSE(n.usable());
+  EXPECT_EQ(n.steady_from_step, 0);
+}
+
+TEST(AnalyzeRun, SteadyFromStepIsWhereTheWindowStarts) {
+  auto samples = Series(
+      150, [](int i) { return i <= 30 ? 50.0 + i : 100.0; }, 0.01, 3);
+  auto s = AnalyzeRun(samples, 5, Better::kHigher);
+  EXPECT_EQ(s.steady_from_step, samples[static_cast<size_t>(5 + s.detected_warmup)].step);
+  EXPECT_GT(s.steady_from_step, 20);
+  EXPECT_LE(s.steady_from_step, 31);
+}
+
+TEST(Quantum, FromTheDecimalDigitsPresent) {
+  EXPECT_DOUBLE_EQ(Quantum({0.02, 0.01, 0.03}), 0.01);
+  EXPECT_DOUBLE_EQ(Quantum({3751.0, 3702.0}), 1);
+  EXPECT_DOUBLE_EQ(Quantum({3700.0, 3800.0}), 100);
+  EXPECT_DOUBLE_EQ(Quantum({0.02, 0.04, 0.06}), 0.02);     // a common factor in 3+ values
+  EXPECT_DOUBLE_EQ(Quantum({-0.25, 0.5, 1.25, 0}), 0.25);  // signs and zeros do not matter
+  EXPECT_DOUBLE_EQ(Quantum({0.1 + 0.2, 0.5, 0.7}), 0.1);   // 12 significant digits
+  EXPECT_DOUBLE_EQ(Quantum({0.5, 1.5}), 0.1);              // two values: no common factor
+  EXPECT_EQ(Quantum({}), 0);
+  EXPECT_EQ(Quantum({0, std::nan("")}), 0);
+  const double tiny = Quantum({1234.5678901234567, 1.2345678901234567});
+  EXPECT_GT(tiny, 0);
+  EXPECT_LT(tiny, 1e-7);
+}
+
+TEST(AnalyzeRun, ResolutionAndLevelsOfTwoDecimalValues) {
+  // a loss printed with 2 decimals: 1.47 … 1.53
+  SimRng rng(25);
+  std::vector<StepValue> samples;
+  for (int i = 1; i <= 200; ++i)
+    samples.push_back({i, std::round((1.5 + 0.01 * rng.Normal()) * 100) / 100});
+  auto s = AnalyzeRun(samples, 0, Better::kLower);
+  EXPECT_DOUBLE_EQ(s.resolution, 0.01);
+  EXPECT_GE(s.levels, 3);
+  EXPECT_LE(s.levels, 11);
+  std::vector<StepValue> raw;
+  for (int i = 1; i <= 100; ++i) raw.push_back({i, 1.5 + 0.01 * rng.Normal()});
+  auto r = AnalyzeRun(raw, 0, Better::kLower);
+  EXPECT_EQ(r.levels, 100);
+  EXPECT_LT(r.resolution, 1e-9);
 }
 
 }  // namespace

@@ -206,20 +206,33 @@ ArmData Arm(const std::vector<double>& v, const std::vector<int>& pairs) {
   return a;
 }
 
-TEST(SequentialLook, NoEarlyStopOnFewerThanThreeUsablePairs) {
+TEST(SequentialLook, LooksAreIndexedByUsablePairsAndNeedFourOfThem) {
   const WorkloadSpec spec = Spec();
   SequentialOptions design;
   design.max_pairs = 8;
-  const ArmData control = Arm({100, 101, 100.5, 99.5}, {0, 1, 2, 3});
+  ArmData control = Arm({100, 101, 100.5, 99.5}, {0, 1, 2, 3});
   // Two of four variant runs left out: a doubled throughput on two pairs does not stop the look.
   ArmData two = Arm({200, 201}, {0, 1});
   EXPECT_EQ(UsablePairs(spec, control, two), 2);
   EXPECT_FALSE(EvaluateSequential(spec, control, two, std::nullopt, design).stop);
   ArmData three = Arm({200, 201, 199}, {0, 1, 3});
   EXPECT_EQ(UsablePairs(spec, control, three), 3);
-  EXPECT_TRUE(EvaluateSequential(spec, control, three, std::nullopt, design).stop);
-  design.max_pairs = 4;  // at the cap the look decides whatever is left
-  EXPECT_TRUE(EvaluateSequential(spec, control, two, std::nullopt, design).stop);
+  SequentialStep s3 = EvaluateSequential(spec, control, three, std::nullopt, design);
+  EXPECT_FALSE(s3.stop);
+  EXPECT_EQ(s3.verdict.pairs, 3);
+  EXPECT_EQ(s3.verdict.finished_pairs, 4);
+  EXPECT_THAT(s3.verdict.metrics[0].note, HasSubstr("3 usable pair(s); a decision needs 4"));
+  ArmData four = Arm({200, 201, 199, 202}, {0, 1, 2, 3});
+  SequentialStep s4 = EvaluateSequential(spec, control, four, std::nullopt, design);
+  EXPECT_TRUE(s4.stop);
+  EXPECT_EQ(s4.verdict.decision, "improved");
+  // The boundary is the one calibrated for the pairs compared, with their df.
+  EXPECT_DOUBLE_EQ(s4.verdict.metrics[0].critical, Boundary(design, 4));
+  EXPECT_EQ(s4.verdict.metrics[0].df, 3);
+  design.max_pairs = 4;  // at the cap the look decides whatever is left: too few to call
+  SequentialStep cap = EvaluateSequential(spec, control, two, std::nullopt, design);
+  EXPECT_TRUE(cap.stop);
+  EXPECT_EQ(cap.verdict.decision, "inconclusive");
 }
 
 }  // namespace

@@ -3,14 +3,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/runs.h"
+#include "core/sequential.h"
 #include "tests/unit/oracle_vectors.h"
 
 namespace tunectl {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 WorkloadSpec Spec() {
   auto s = ParseWorkloadSpec(R"(
@@ -271,6 +276,181 @@ TEST(BatchAdjustment, HolmKeepsOnlyCallsThatSurviveTheCorrection) {
   EXPECT_EQ(a.decisions[3], "");
   auto bh = AdjustBatch({"improved", "improved"}, {0.02, 0.04}, "bh");
   EXPECT_EQ(bh.decisions[1], "improved");  // BH: 0.04 * 2/2
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+ArmData Paired(std::vector<double> sps, int runs = 0) {
+  ArmData a;
+  for (size_t i = 0; i < sps.size(); ++i) {
+    a.values["sps"].push_back(sps[i]);
+    a.pairs["sps"].push_back(static_cast<int>(i));
+    a.ids["sps"].push_back(static_cast<int64_t>(100 + i));
+    a.values["loss"].push_back(2.0 + 0.001 * static_cast<double>(i % 3));
+    a.pairs["loss"].push_back(static_cast<int>(i));
+  }
+  a.runs = runs ? runs : static_cast<int>(sps.size());
+  return a;
+}
+
+TEST(Verdict, SameFailureCauseTwiceIsRegressedAndStopsAtOnce) {
+  WorkloadSpec s = Spec();
+  ArmData c = Paired({100, 101});
+  ArmData v = Paired({110}, 3);
+  v.failed_runs = 2;
+  v.failures = {"run 2: exit code 1 — OOM: CUDA out of memory", "run 4: exit code 1 — OOM: …"};
+  v.causes = {"OOM", "OOM"};
+  SequentialOptions design;
+  SequentialStep step = EvaluateSequential(s, c, v, std::nullopt, design);
+  EXPECT_TRUE(step.stop);
+  EXPECT_EQ(step.verdict.decision, "regressed");
+  EXPECT_EQ(step.verdict.stopped, "failed: OOM");
+  EXPECT_THAT(step.verdict.reasons[0], HasSubstr("failed: OOM in 2 variant runs"));
+  // Two different causes, or one the control shares, are not "the same reason twice".
+  v.causes = {"OOM", "NCCL"};
+  EXPECT_FALSE(EvaluateSequential(s, c, v, std::nullopt, design).stop);
+  v.causes = {"OOM", "OOM"};
+  c.failed_runs = 1;
+  c.causes = {"OOM"};
+  EXPECT_TRUE(EvaluateSequential(s, c, v, std::nullopt, design).verdict.stopped.empty());
+}
+
+TEST(Verdict, AVariantUnusableMoreOftenThanTheControlIsNotImproved) {
+  WorkloadSpec s = Spec();
+  // Compared pairs show +5 %, but 6 of the variant's 10 runs lost their steady state.
+  ArmData c = Paired({100, 101, 100.5, 99.5, 100.2, 100.1, 99.8, 100.4, 100.3, 99.9});
+  ArmData v = Paired({105, 106, 105.5, 104.5}, 10);
+  for (int i = 0; i < 6; ++i)
+    v.excluded.push_back("run " + std::to_string(i) + ": no steady state");
+  Verdict r = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_EQ(r.metrics[0].decision, "improved") << r.metrics[0].note;
+  EXPECT_EQ(r.decision, "inconclusive");  // runs that never settle: not improved
+  EXPECT_EQ(r.variant_unusable, 6);
+  EXPECT_LT(r.unusable_p, 0.01);
+  EXPECT_THAT(r.reasons[0], HasSubstr("variant runs unusable more often than the control's: 6 of "
+                                      "10 vs 0 of 10"));
+  // Runs that slow down (counted, flagged) or crash are the job doing worse: regressed.
+  ArmData slow = v;
+  slow.excluded.clear();
+  slow.flagged = 6;
+  EXPECT_EQ(ComputeVerdict(s, c, slow, std::nullopt).decision, "regressed");
+  // The same exclusions in both arms are not evidence against the variant.
+  for (int i = 0; i < 6; ++i) c.excluded.push_back("no steady state");
+  const Verdict same = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_GT(same.unusable_p, 0.5);
+  EXPECT_NE(same.decision, "regressed");
+  EXPECT_THAT(same.reasons, Not(Contains(HasSubstr("unusable more often"))));
+}
+
+TEST(Verdict, AnEarlyStopReportsAnEstimateAdjustedDownward) {
+  WorkloadSpec s = Spec();
+  ArmData c = Paired({100, 101, 100.5, 99.5});
+  ArmData v = Paired({104.0, 106.5, 104.2, 105.0});
+  SequentialOptions design;
+  SequentialStep step = EvaluateSequential(s, c, v, std::nullopt, design);
+  ASSERT_TRUE(step.stop);
+  const MetricVerdict& m = step.verdict.metrics[0];
+  ASSERT_TRUE(m.adjusted);
+  EXPECT_LT(m.adj_ratio, m.ratio);  // stopping at the first look selects large estimates
+  EXPECT_LE(m.adj_low, m.adj_ratio);
+  EXPECT_GE(m.adj_high, m.adj_ratio);
+  EXPECT_TRUE(VerdictFromJson(VerdictToJson(step.verdict))->metrics[0].adjusted);
+}
+
+TEST(Verdict, AMetricPrintedCoarserThanItsMinEffectIsNotCalled) {
+  WorkloadSpec s = Spec();
+  s.metrics[0].better = Better::kLower;
+  ArmData c = Paired({0.02, 0.02, 0.02, 0.02, 0.02});
+  ArmData v = Paired({0.01, 0.01, 0.01, 0.01, 0.01});
+  c.resolution["sps"] = v.resolution["sps"] = 0.01;
+  Verdict r = ComputeVerdict(s, c, v, std::nullopt);
+  EXPECT_EQ(r.metrics[0].decision, "inconclusive");
+  EXPECT_THAT(r.metrics[0].note, HasSubstr("below the metric's resolution"));
+  EXPECT_THAT(r.metrics[0].note, HasSubstr("steps of 0.01"));
+  // Without a known resolution, zero spread is still not a call.
+  c.resolution.clear();
+  v.resolution.clear();
+  EXPECT_EQ(ComputeVerdict(s, c, v, std::nullopt).metrics[0].decision, "inconclusive");
+}
+
+TEST(Verdict, MediansAndRunListsAreOfExactlyTheRunsCompared) {
+  WorkloadSpec s = Spec();
+  ArmData c = Paired({100, 101, 100.5, 99.5, 3000});  // run 104 has no variant partner
+  ArmData v = Paired({110, 111, 110.5, 109.5});
+  Verdict r = ComputeVerdict(s, c, v, std::nullopt);
+  const MetricVerdict& m = r.metrics[0];
+  EXPECT_EQ(m.method, "paired t on log differences");
+  EXPECT_EQ(m.n_control, 4);
+  EXPECT_DOUBLE_EQ(m.control_median, 100.25);  // not 100.5: run 104 is not compared
+  ASSERT_EQ(m.control_runs.size(), 5u);
+  EXPECT_FALSE(m.control_runs[4].compared);
+  EXPECT_EQ(m.control_runs[4].run, 104);
+  EXPECT_THAT(m.control_runs[4].why, HasSubstr("pair's variant run has no value"));
+  // The JSON carries them, so the verdict can be recomputed from it.
+  auto back = VerdictFromJson(VerdictToJson(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->metrics[0].variant_runs.size(), 4u);
+  EXPECT_DOUBLE_EQ(back->metrics[0].variant_runs[1].value, 111);
+  EXPECT_EQ(back->metrics[0].method, m.method);
+}
+
+// Simulated experiments with no effect, through the real code path (BuildArms →
+// EvaluateSequential), each run left out with the arm's probability. Returns the rate of
+// improved/regressed calls on the primary metric itself and overall.
+std::pair<double, double> FalseCalls(double p_control, double p_variant, int experiments,
+                                     uint64_t seed) {
+  WorkloadSpec s = Spec();
+  SimRng rng(seed);
+  int metric_calls = 0, overall_calls = 0;
+  SequentialOptions design;
+  VerdictOptions o;
+  o.cross_checks = false;
+  o.adjust_estimate = false;
+  for (int e = 0; e < experiments; ++e) {
+    std::vector<RunFacts> runs;
+    for (int k = 0; k < design.max_pairs; ++k) {
+      for (int arm = 0; arm < 2; ++arm) {
+        RunFacts r;
+        r.id = static_cast<int64_t>(runs.size() + 1);
+        r.idx = 2 * k + arm + 1;
+        r.arm = arm ? "variant" : "control";
+        r.state = RunState::kSucceeded;
+        RunMetricFacts m;
+        m.metric = "sps";
+        m.median = 1000 * std::exp(0.02 * rng.Normal());
+        m.usable = rng.Uniform() >= (arm ? p_variant : p_control);
+        RunMetricFacts loss;
+        loss.metric = "loss";
+        loss.median = 2 * std::exp(0.001 * rng.Normal());
+        r.metrics = {m, loss};
+        runs.push_back(r);
+      }
+      const Arms arms = BuildArms(s, runs);
+      SequentialStep step =
+          EvaluateSequential(s, arms.control, arms.variant, std::nullopt, design, o);
+      if (!step.stop) continue;
+      const std::string& d = step.verdict.metrics[0].decision;
+      metric_calls += d == "improved" || d == "regressed";
+      overall_calls += step.verdict.decision == "improved" || step.verdict.decision == "regressed";
+      break;
+    }
+  }
+  return {static_cast<double>(metric_calls) / experiments,
+          static_cast<double>(overall_calls) / experiments};
+}
+
+TEST(Verdict, FalseCallsStayBelowAlphaWithHalfTheVariantRunsExcluded) {
+  // The boundary indexed by usable pairs keeps the metric's false calls <= alpha (+3 MC sd).
+  EXPECT_LE(FalseCalls(0, 0.5, 1500, 7).first, 0.05 + 0.017);
+}
+
+TEST(Verdict, EqualExclusionRatesAreNotEvidenceAgainstTheVariant) {
+  // 30 % of every arm's runs left out: the exclusion test, repeated at each look, rarely fires.
+  EXPECT_LE(FalseCalls(0.3, 0.3, 1500, 11).second, 0.05 + 0.017);
 }
 
 }  // namespace

@@ -29,8 +29,19 @@ RunFacts Fact(int64_t id, double sps, bool usable = true, const std::string& arm
   r.arm = arm;
   r.idx = idx;
   r.duration_s = 10.0 * static_cast<double>(id);
-  r.metrics = {{"sps", sps, usable, 0, usable ? "" : "slowdown: the last segment is 9% worse"},
-               {"loss", 2.0, true, 0, ""}};
+  RunMetricFacts m;
+  m.metric = "sps";
+  m.median = sps;
+  m.usable = usable;
+  m.samples = 100;
+  m.last_step = 100;
+  m.steady_from_step = 10;
+  if (!usable) m.warnings = "no steady state: the last stable segment covers 20 of 95 samples";
+  RunMetricFacts loss;
+  loss.metric = "loss";
+  loss.median = 2.0;
+  loss.samples = 100;
+  r.metrics = {m, loss};
   return r;
 }
 
@@ -91,7 +102,7 @@ TEST(WhichRunsCount, OnlySucceededRunsWithAUsablePrimaryValue) {
   RunUse unusable = UseOf(spec, Fact(2, 100, false));
   EXPECT_FALSE(unusable.counts);
   EXPECT_TRUE(unusable.excluded);
-  EXPECT_THAT(unusable.why_not, HasSubstr("run 2: slowdown"));
+  EXPECT_THAT(unusable.why_not, HasSubstr("run 2: no steady state"));
   RunFacts no_value = Fact(3, 100);
   no_value.metrics[0].median.reset();
   EXPECT_THAT(UseOf(spec, no_value).why_not, HasSubstr("no sps value"));
@@ -121,7 +132,7 @@ TEST(WhichRunsCount, OneUnusableRunIsLeftOutOfBaselineArmsAndSeriesAlike) {
   const Arms arms = BuildArms(spec, experiment);
   EXPECT_THAT(arms.compared_variant, ElementsAre(4));
   EXPECT_THAT(arms.variant.values.at("sps"), ElementsAre(110));
-  EXPECT_THAT(arms.variant.excluded, ElementsAre(HasSubstr("run 2: slowdown")));
+  EXPECT_THAT(arms.variant.excluded, ElementsAre(HasSubstr("run 2: no steady state")));
   EXPECT_EQ(arms.variant.runs, 2);
 
   EXPECT_FALSE(UseOf(spec, unusable).counts);         // what the series keeps
@@ -153,11 +164,106 @@ TEST(Arms, FailedRunsCountAgainstTheirArmAndNanGuardrailsFailTheVariant) {
 TEST(BaselineOutcome, WaitsForActiveRunsThenCompletesOrFails) {
   RunFacts active = Fact(1, 100);
   active.state = RunState::kRunning;
-  EXPECT_FALSE(BaselineOutcome({active, Fact(2, 100)}).has_value());
+  const WorkloadSpec spec = Spec();
+  EXPECT_FALSE(BaselineOutcome(spec, {active, Fact(2, 100)}).has_value());
   RunFacts failed = Fact(3, 100);
   failed.state = RunState::kFailed;
-  EXPECT_EQ(BaselineOutcome({failed, Fact(2, 100)}), BaselineState::kCompleted);
-  EXPECT_EQ(BaselineOutcome({failed}), BaselineState::kFailed);
+  failed.reason = "exit code 1";
+  EXPECT_EQ(BaselineOutcome(spec, {failed, Fact(2, 100)})->state, BaselineState::kCompleted);
+  const auto none = BaselineOutcome(spec, {failed});
+  EXPECT_EQ(none->state, BaselineState::kFailed);
+  EXPECT_THAT(none->reason, HasSubstr("no run succeeded: run 3 failed (exit code 1)"));
+}
+
+TEST(BaselineOutcome, AMetricWithNoValueInAnyRunFailsItNamingTheMetricAndWhy) {
+  const WorkloadSpec spec = Spec();
+  RunFacts a = Fact(1, 100), b = Fact(2, 101);
+  for (RunFacts* r : {&a, &b}) {
+    r->metrics[1].median.reset();
+    r->metrics[1].samples = 0;
+  }
+  auto out = BaselineOutcome(spec, {a, b});
+  EXPECT_EQ(out->state, BaselineState::kFailed);
+  EXPECT_THAT(out->reason, HasSubstr("metric loss has no value in any run: no log line matched"));
+  a.metrics[1].samples = b.metrics[1].samples = 5;
+  a.metrics[1].nonfinite = b.metrics[1].nonfinite = 5;
+  EXPECT_THAT(BaselineOutcome(spec, {a, b})->reason, HasSubstr("were NaN/Inf"));
+  // One run with a value is enough.
+  EXPECT_EQ(BaselineOutcome(spec, {a, Fact(3, 100)})->state, BaselineState::kCompleted);
+}
+
+TEST(BaselineOutcome, NoSteadyStateInAnyRunFailsIt) {
+  auto out = BaselineOutcome(Spec(), {Fact(1, 100, false), Fact(2, 100, false)});
+  EXPECT_EQ(out->state, BaselineState::kFailed);
+  EXPECT_THAT(out->reason, HasSubstr("no run has a steady-state value of sps: run 1: no steady"));
+}
+
+TEST(FailureCause, NamesOomNcclAndPythonExceptionsFromTheStderrTail) {
+  const std::string oom =
+      "Traceback (most recent call last):\n  File \"train.py\", line 9\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB "
+      "total capacity)\n";
+  EXPECT_EQ(FailureCause(oom, 1, 0).key, "OOM");
+  EXPECT_THAT(FailureCause(oom, 1, 0).line, HasSubstr("torch.OutOfMemoryError: CUDA out of"));
+  EXPECT_EQ(
+      FailureCause("[rank3]: Watchdog caught collective operation timeout: WorkNCCL", 1, 0).key,
+      "NCCL timeout");
+  EXPECT_EQ(FailureCause("Traceback ...\nValueError: bad shape\n", 1, 0).key, "ValueError");
+  EXPECT_EQ(FailureCause("", 0, 9).key, "killed (SIGKILL)");
+  EXPECT_EQ(FailureCause("nothing useful", 3, 0).key, "exit code 3");
+}
+
+TEST(RunOutcome, AFailedRunCarriesItsCause) {
+  RunReport r;
+  r.exit_code = 1;
+  r.stderr_tail = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n";
+  const RunOutcome o = DecideRunOutcome(r);
+  EXPECT_EQ(o.cause, "OOM");
+  EXPECT_THAT(o.reason, HasSubstr("exit code 1 — OOM: RuntimeError: CUDA out of memory"));
+}
+
+TEST(WhichRunsCount, ASlowdownCountsAtItsLevelAndIsFlagged) {
+  RunFacts r = Fact(1, 80);
+  r.metrics[0].usable = false;
+  r.metrics[0].slowdown = true;
+  r.metrics[0].warnings = "slowdown: the last segment is 20% worse";
+  const RunUse u = UseOf(Spec(), r);
+  EXPECT_TRUE(u.counts);
+  EXPECT_TRUE(u.flagged);
+  const Arms arms = BuildArms(Spec(), {Fact(2, 100, true, "control", 1), [&] {
+                                         RunFacts v = r;
+                                         v.arm = "variant";
+                                         v.idx = 2;
+                                         return v;
+                                       }()});
+  EXPECT_EQ(arms.variant.flagged, 1);
+  EXPECT_EQ(arms.variant.Unusable(), 1);
+  EXPECT_EQ(arms.variant.values.at("sps"), std::vector<double>({80}));
+}
+
+TEST(AdviseExclusions, RunsTooShortGetTheWarmupAndStepsToSet) {
+  const WorkloadSpec spec = Spec();
+  std::vector<RunFacts> runs;
+  for (int i = 1; i <= 8; ++i) {
+    // Control runs 3, 5, 7 never settle; run 1 does, at step 61.
+    RunFacts r = Fact(i, 100, i % 2 == 0 || i == 1, i % 2 ? "control" : "variant", i);
+    r.metrics[0].steady_from_step = 61;
+    runs.push_back(r);
+  }
+  Verdict v;
+  const auto advice = AdviseExclusions(spec, runs, v);
+  ASSERT_GE(advice.size(), 2u);
+  EXPECT_THAT(advice[0], HasSubstr("control: 3 of 4 finished runs"));
+  EXPECT_THAT(advice.back(), HasSubstr("set warmup_steps: 60"));
+  EXPECT_THAT(advice.back(), HasSubstr("and raise the job's step count to 180"));
+  // An arm with no settled run: twice the steps.
+  runs[0].metrics[0].usable = false;
+  EXPECT_THAT(AdviseExclusions(spec, runs, v).back(),
+              HasSubstr("raise the job's step count to 200"));
+  // A quarter or fewer left out: no advice.
+  for (auto& r : runs) r.metrics[0].usable = true;
+  runs[1].metrics[0].usable = false;
+  EXPECT_TRUE(AdviseExclusions(spec, runs, v).empty());
 }
 
 TEST(States, NamesRoundTripAndActiveStatesBuildTheSqlList) {
