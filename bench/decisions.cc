@@ -454,8 +454,7 @@ int main(int argc, char** argv) {
   for (size_t i = first_fault; i < first_estimate; ++i) {
     const Scenario& s = scenarios[i];
     const Tally& t = engine[i];
-    if (s.effect == 0 || s.fault == Fault::kVariantUnsettled)
-      worst_fault = std::max(worst_fault, t.FalseCalls(s));
+    if (s.effect == 0) worst_fault = std::max(worst_fault, t.FalseCalls(s));
     if (s.fault == Fault::kThrottle) throttle = t.Rate(t.improved);
     if (s.fault == Fault::kQuantised) quantised = std::max(quantised, t.FalseCalls(s));
     if (s.fault == Fault::kEarlyCrash) crash_right = t.Rate(t.regressed), crash_runs = t.MeanRuns();

@@ -643,6 +643,10 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
     step.stop = true;
   } else if (v.pairs >= d.min_pairs) {
     step.stop = v.decision != "inconclusive";
+    // A variant that has lost more runs than the control so far (throttling in some runs, say)
+    // is not called improved early on its clean runs: it runs to the cap, where the
+    // exclusion-rate test has its full power.
+    if (v.decision == "improved" && variant.Unusable() > control.Unusable()) step.stop = false;
   }
   if (step.stop && v.stopped.empty() && opts.adjust_estimate)
     AdjustForEarlyStopping(spec, d, o, &v);

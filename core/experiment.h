@@ -54,10 +54,10 @@ struct ArmData {
   std::vector<std::string> failures;   // "run 12: exit 1 (CUDA out of memory)"
   std::vector<std::string> causes;     // the failures' cause keys ("OOM"), same order
   std::vector<std::string> excluded;   // runs not compared (no steady state, no value)
-  int flagged = 0;                     // runs compared but flagged (slowed down within the run)
+  int flagged = 0;                     // of the excluded: runs that slowed down within the run
   std::vector<std::string> nonfinite;  // "run 12: 3 NaN/Inf loss sample(s)", per run and metric
-  // Finished runs that failed, were excluded or were flagged: compared across the arms.
-  int Unusable() const { return failed_runs + static_cast<int>(excluded.size()) + flagged; }
+  // Finished runs that failed or were excluded: compared across the arms.
+  int Unusable() const { return failed_runs + static_cast<int>(excluded.size()); }
 };
 
 // One run as a metric's comparison used it.

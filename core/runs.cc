@@ -121,14 +121,16 @@ RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run) {
   if (!m || !m->median) {
     u.why = Exclusion::kNoValue;
     u.why_not = "run " + std::to_string(run.id) + ": no " + primary->name + " value";
-  } else if (!m->usable && !m->slowdown) {
+  } else if (m->slowdown) {
+    u.why = Exclusion::kSlowdown;
+    u.flagged = true;
+    u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
+  } else if (!m->usable) {
     u.why = Exclusion::kNoSteadyState;
     u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
   } else {
     u.excluded = false;
     u.counts = true;
-    u.flagged = m->slowdown;
-    if (m->slowdown) u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
   }
   return u;
 }
@@ -246,9 +248,9 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
     const RunUse use = UseOf(spec, *r);
     if (!use.counts) {
       a.excluded.push_back(use.why_not);
+      if (use.flagged) ++a.flagged;
       continue;
     }
-    if (use.flagged) ++a.flagged;
     const int pair = (r->idx - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
     for (const auto& m : r->metrics) {
       if (!m.median) continue;

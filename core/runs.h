@@ -58,10 +58,10 @@ struct RunMetricFacts {
   std::string metric;
   std::optional<double> median;  // of the steady-state window; nullopt without samples
   bool usable = true;            // the within-run analysis found a steady state, no slowdown
-  bool slowdown = false;         // the run got slower (throttling, memory creep): it counts, at
-                                 // the level it slowed to, and is flagged
-  int nonfinite = 0;             // NaN/Inf samples
-  int samples = 0;               // samples logged
+  bool slowdown = false;  // the run got slower within the run (throttling, memory creep): left
+                          // out and counted against its arm
+  int nonfinite = 0;      // NaN/Inf samples
+  int samples = 0;        // samples logged
   int64_t steady_from_step = 0;  // first step of the steady window (0 = unknown)
   int64_t last_step = 0;         // the run's last logged step (0 = unknown)
   double resolution = 0;         // the printed quantum of the values (0 = unknown / continuous)
@@ -82,14 +82,14 @@ struct RunFacts {
 };
 
 // Whether a run counts (is compared, summarised, part of a series): it succeeded and its primary
-// metric has a value from a steady state. A run that slowed down counts at the level it slowed to
-// (the slowdown is what the config did) and is flagged. `why_not` says why a finished run does
-// not count.
-enum class Exclusion { kNone, kNoValue, kNoSteadyState };
+// metric has a value from a usable steady state. A run that slowed down within the run
+// (throttling, memory creep) is left out and flagged: the arms' exclusion-rate test counts it
+// against its arm. `why_not` says why a finished run does not count.
+enum class Exclusion { kNone, kNoValue, kNoSteadyState, kSlowdown };
 struct RunUse {
   bool counts = false;
-  bool excluded = false;  // succeeded but not compared (no steady state, no value)
-  bool flagged = false;   // counted, but slowed down within the run
+  bool excluded = false;  // succeeded but not compared (no steady state, slowdown, no value)
+  bool flagged = false;   // excluded because it slowed down within the run
   Exclusion why = Exclusion::kNone;
   std::string why_not;
 };

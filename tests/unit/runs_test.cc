@@ -222,14 +222,15 @@ TEST(RunOutcome, AFailedRunCarriesItsCause) {
   EXPECT_THAT(o.reason, HasSubstr("exit code 1 — OOM: RuntimeError: CUDA out of memory"));
 }
 
-TEST(WhichRunsCount, ASlowdownCountsAtItsLevelAndIsFlagged) {
+TEST(WhichRunsCount, ASlowdownIsLeftOutAndCountsAgainstItsArm) {
   RunFacts r = Fact(1, 80);
   r.metrics[0].usable = false;
   r.metrics[0].slowdown = true;
   r.metrics[0].warnings = "slowdown: the last segment is 20% worse";
   const RunUse u = UseOf(Spec(), r);
-  EXPECT_TRUE(u.counts);
+  EXPECT_FALSE(u.counts);
   EXPECT_TRUE(u.flagged);
+  EXPECT_EQ(u.why, Exclusion::kSlowdown);
   const Arms arms = BuildArms(Spec(), {Fact(2, 100, true, "control", 1), [&] {
                                          RunFacts v = r;
                                          v.arm = "variant";
@@ -238,7 +239,8 @@ TEST(WhichRunsCount, ASlowdownCountsAtItsLevelAndIsFlagged) {
                                        }()});
   EXPECT_EQ(arms.variant.flagged, 1);
   EXPECT_EQ(arms.variant.Unusable(), 1);
-  EXPECT_EQ(arms.variant.values.at("sps"), std::vector<double>({80}));
+  EXPECT_EQ(arms.variant.values.count("sps"), 0u);
+  EXPECT_THAT(arms.variant.excluded, ElementsAre(HasSubstr("slowdown")));
 }
 
 TEST(AdviseExclusions, RunsTooShortGetTheWarmupAndStepsToSet) {
