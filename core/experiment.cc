@@ -494,13 +494,20 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
             " vs " + std::to_string(out.control_unusable) + " of " +
             std::to_string(out.control_finished) +
             " (failed, no steady state or slowed down; one-sided Fisher p = " + p + ")");
-    // Crashes and slowdowns are the job doing worse: regressed. Runs that never settle are a
-    // measurement the variant spoils: not improved, not unchanged either (see the advice).
-    if (variant.failed_runs + variant.flagged > control.failed_runs + control.flagged)
-      out.decision = "regressed";
-    else if (out.decision != "regressed")
-      out.decision = "inconclusive";
+    // Not improved, not unchanged either: the variant's compared runs are a biased sample. Not
+    // called regressed on this alone: a job whose first steps are faster (a prefetch queue
+    // draining) looks like a slowdown too; crashes are judged by their cause (twice = regressed).
+    if (out.decision != "regressed") out.decision = "inconclusive";
     if (out.stopped.empty()) out.stopped = "unusable runs";
+  }
+  // Below significance, two or more lost runs beyond the control's still keep a variant from
+  // being called improved on its clean runs alone (a variant that throttles in half its runs).
+  if (out.decision == "improved" && out.variant_unusable - out.control_unusable >= 2) {
+    out.decision = "inconclusive";
+    out.reasons.push_back("the variant lost " +
+                          std::to_string(out.variant_unusable - out.control_unusable) +
+                          " more runs than the control (failed, no steady state or slowed "
+                          "down): not improved on its clean runs alone");
   }
   for (const auto& mv : out.metrics) {
     if (mv.role != "guardrail" || mv.guardrail == "pass") continue;

@@ -333,10 +333,17 @@ TEST(Verdict, AVariantUnusableMoreOftenThanTheControlIsNotImproved) {
   EXPECT_LT(r.unusable_p, 0.01);
   EXPECT_THAT(r.reasons[0], HasSubstr("variant runs unusable more often than the control's: 6 of "
                                       "10 vs 0 of 10"));
-  // Runs that slow down (left out, flagged) or crash are the job doing worse: regressed.
+  // Runs that slow down (left out, flagged): not improved either, and said why.
   ArmData slow = v;
   slow.flagged = 6;
-  EXPECT_EQ(ComputeVerdict(s, c, slow, std::nullopt).decision, "regressed");
+  EXPECT_EQ(ComputeVerdict(s, c, slow, std::nullopt).decision, "inconclusive");
+  // Two lost runs beyond the control's, below significance, still block improved.
+  ArmData two = v;
+  two.excluded.resize(2);
+  const Verdict r2 = ComputeVerdict(s, c, two, std::nullopt);
+  EXPECT_GT(r2.unusable_p, 0.05);
+  EXPECT_EQ(r2.decision, "inconclusive");
+  EXPECT_THAT(r2.reasons, Contains(HasSubstr("lost 2 more runs than the control")));
   // The same exclusions in both arms are not evidence against the variant.
   for (int i = 0; i < 6; ++i) c.excluded.push_back("no steady state");
   const Verdict same = ComputeVerdict(s, c, v, std::nullopt);
