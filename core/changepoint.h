@@ -60,8 +60,9 @@ struct SteadyState {
 // windows of equal size (±1, at least 3 samples); with fewer than 8 windows no change point is
 // looked for. A segment (of window medians) needs at least 3 windows to be the last one: a
 // shorter final segment (a slow last step or two, a checkpoint) is merged into the one before.
-// PELT's penalty is 6 · ln(windows) in units of the medians' long-run variance (from a robust
-// AR(1) coefficient of the steps, clamped to [0, 0.9]): a steady run is flagged ≤ 1 % of the
+// PELT's penalty is 6 · ln(windows) in units of the medians' long-run variance (from the steps'
+// AR(1) coefficient, read from trimmed second differences at lags 1 and 4 so that a warm-up ramp or
+// a level shift does not inflate it; clamped to [0, 0.9]): a steady run is flagged ≤ 1 % of the
 // time with heavy-tailed, autocorrelated noise, stalls and warm-up ramps (bench_steady).
 // NaN/Inf samples are counted in `nonfinite` and left out. When there is no steady state the
 // window falls back to everything after the declared warm-up (and the run is flagged).

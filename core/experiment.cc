@@ -175,6 +175,32 @@ std::vector<bool> KeptRuns(const std::vector<double>& x, double min_effect) {
   return keep;
 }
 
+// The same rule for one arm's runs in run order (`order`: their pair numbers): distances are taken
+// from a Theil-Sen line through the logs, so a drift across the experiment (a node warming up,
+// a shared filesystem filling) does not hide a slow node or pass for one.
+std::vector<bool> KeptRunsInOrder(const std::vector<double>& x, const std::vector<int>& order,
+                                  double min_effect) {
+  std::vector<bool> keep(x.size(), true);
+  if (x.size() < 6 || order.size() != x.size() ||
+      !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; }))
+    return keep;
+  std::vector<double> logs, slopes;
+  for (double v : x) logs.push_back(std::log(v));
+  for (size_t i = 0; i < x.size(); ++i)
+    for (size_t j = i + 1; j < x.size(); ++j)
+      if (order[i] != order[j])
+        slopes.push_back((logs[j] - logs[i]) / static_cast<double>(order[j] - order[i]));
+  const double slope = slopes.empty() ? 0 : Median(slopes);
+  std::vector<double> res;
+  for (size_t i = 0; i < x.size(); ++i) res.push_back(logs[i] - slope * order[i]);
+  const double med = Median(res);
+  std::vector<double> dev;
+  for (double r : res) dev.push_back(std::fabs(r - med));
+  const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
+  for (size_t i = 0; i < x.size(); ++i) keep[i] = std::fabs(res[i] - med) <= limit;
+  return keep;
+}
+
 std::string Num(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", x);
@@ -263,19 +289,43 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
         r.control_runs[i].compared = false;
         r.control_runs[i].why = "its pair's variant run has no value";
       }
-    std::vector<double> ratios;
-    for (auto [a, b] : both) ratios.push_back(v_all[b] / c_all[a]);
-    const std::vector<bool> keep = KeptRuns(ratios, m.min_effect);
+    // A run far from the rest of its own arm (a slow node) takes its pair out: with one run in
+    // ten on a slow node, a third of ten pairs can hold one, too many for the pairs' own MAD to
+    // see; each arm's runs are mostly clean. Then pairs whose ratio is far from the others'.
+    std::vector<double> pc, pv;
+    std::vector<int> order;
+    for (auto [a, b] : both)
+      pc.push_back(c_all[a]), pv.push_back(v_all[b]), order.push_back(v_pairs[b]);
+    const std::vector<bool> keep_c = KeptRunsInOrder(pc, order, m.min_effect),
+                            keep_v = KeptRunsInOrder(pv, order, m.min_effect);
+    std::vector<std::pair<size_t, size_t>> clean;
     int dropped = 0;
     for (size_t j = 0; j < both.size(); ++j) {
-      if (keep[j]) {
-        diffs.push_back(std::log(ratios[j]));
-        c.push_back(c_all[both[j].first]);
-        v.push_back(v_all[both[j].second]);
+      if (keep_c[j] && keep_v[j]) {
+        clean.push_back(both[j]);
         continue;
       }
       ++dropped;
-      for (auto* run : {&r.control_runs[both[j].first], &r.variant_runs[both[j].second]}) {
+      auto& cr = r.control_runs[both[j].first];
+      auto& vr = r.variant_runs[both[j].second];
+      cr.compared = vr.compared = false;
+      cr.why = keep_c[j] ? "its pair's variant run is far from the rest of its arm (slow node?)"
+                         : "outlier run: far from the rest of its arm (slow node?)";
+      vr.why = keep_v[j] ? "its pair's control run is far from the rest of its arm (slow node?)"
+                         : "outlier run: far from the rest of its arm (slow node?)";
+    }
+    std::vector<double> ratios;
+    for (auto [a, b] : clean) ratios.push_back(v_all[b] / c_all[a]);
+    const std::vector<bool> keep = KeptRuns(ratios, m.min_effect);
+    for (size_t j = 0; j < clean.size(); ++j) {
+      if (keep[j]) {
+        diffs.push_back(std::log(ratios[j]));
+        c.push_back(c_all[clean[j].first]);
+        v.push_back(v_all[clean[j].second]);
+        continue;
+      }
+      ++dropped;
+      for (auto* run : {&r.control_runs[clean[j].first], &r.variant_runs[clean[j].second]}) {
         run->compared = false;
         run->why = "outlier pair: its ratio is far from the other pairs' (slow node?)";
       }

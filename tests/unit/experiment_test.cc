@@ -461,3 +461,37 @@ TEST(Verdict, EqualExclusionRatesAreNotEvidenceAgainstTheVariant) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Verdict, SlowNodeRunsInHalfThePairsAreLeftOutWithTheirPartners) {
+  WorkloadSpec s = Spec();
+  // 10 pairs, a +6 % effect, a drift of -1 % per pair, and a 15 % slow node under the control
+  // runs of pairs 0, 5, 9 and the variant runs of pairs 2, 7: half the pair ratios are far off,
+  // too many for the ratios' own MAD, and the drift widens each arm's spread.
+  std::vector<double> c, v;
+  for (int k = 0; k < 10; ++k) {
+    const double level = 2400 * (1 - 0.01 * k) * (1 + 0.002 * (k % 3));
+    c.push_back(level * (k == 0 || k == 5 || k == 9 ? 0.85 : 1));
+    v.push_back(level * 1.06 * (1 - 0.002 * (k % 2)) * (k == 2 || k == 7 ? 0.85 : 1));
+  }
+  Verdict r = ComputeVerdict(s, Paired(c), Paired(v), std::nullopt);
+  const MetricVerdict& m = r.metrics[0];
+  EXPECT_EQ(m.n_control, 5);
+  EXPECT_EQ(m.decision, "improved");
+  EXPECT_NEAR(m.ratio, 1.06, 0.005);
+  int outliers = 0, partners = 0;
+  for (const auto* side : {&m.control_runs, &m.variant_runs})
+    for (const auto& run : *side) {
+      outliers += run.why.rfind("outlier run", 0) == 0;
+      partners += run.why.find("its pair's") == 0;
+    }
+  EXPECT_EQ(outliers, 5);
+  EXPECT_EQ(partners, 5);
+  for (int k : {0, 5, 9}) EXPECT_THAT(m.control_runs[k].why, HasSubstr("outlier run"));
+  for (int k : {2, 7}) EXPECT_THAT(m.variant_runs[k].why, HasSubstr("outlier run"));
+}
+
+}  // namespace
+}  // namespace tunectl
