@@ -1,9 +1,11 @@
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <random>
 
 #include "sys/files.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
@@ -22,6 +24,11 @@ class Agent::Stream {
 
 Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log)
     : opts_(std::move(opts)), launcher_(launcher), log_(std::move(log)) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  host_ = host;
+  std::random_device rd;
+  instance_ = host_ + ":" + std::to_string(getpid()) + ":" + std::to_string(rd());
   LoadSpool();
 }
 
@@ -77,6 +84,8 @@ bool Agent::Session() {
     h->set_slots(opts_.slots);
     h->set_version(TUNECTL_VERSION);
     h->set_busy(Busy());
+    h->set_instance(instance_);
+    h->set_host(host_);
     for (const auto& [id, r] : runs_) {
       auto* ref = h->add_active_runs();
       ref->set_run_id(id);
@@ -116,7 +125,10 @@ bool Agent::Session() {
     stream_ = nullptr;
   }
   grpc::Status st = s.rw->Finish();
-  if (!stop_)
+  if (!stop_ && st.error_code() == grpc::StatusCode::ALREADY_EXISTS)
+    log_(LogLevel::kError,
+         "server " + opts_.server + " refused this agent: " + st.error_message() + "; retrying");
+  else if (!stop_)
     log_(LogLevel::kWarn, "session with " + opts_.server + " ended: " +
                               (st.ok() ? std::string("server closed it") : st.error_message()) +
                               "; reconnecting");

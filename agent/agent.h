@@ -81,7 +81,8 @@ class Agent : private RunSink {
   std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};
 
-  std::mutex mu_;  // guards everything below
+  std::string host_, instance_;  // this process, for name claims (fixed at construction)
+  std::mutex mu_;                // guards everything below
   std::condition_variable cv_;
   Stream* stream_ = nullptr;  // set while connected
   std::deque<Pending> outbox_;

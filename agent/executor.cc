@@ -6,8 +6,10 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/metrics.h"
+#include "core/text.h"
 #include "sys/files.h"
 
 namespace tunectl {
@@ -91,7 +93,7 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
     ++lines;
     log << (s == Stream::kStderr ? "E " : "O ") << line << '\n';
     if (s == Stream::kStderr) {
-      stderr_tail.emplace_back(line.substr(0, 512));
+      stderr_tail.emplace_back(SanitizeUtf8(line, 512));  // a whole character, never half
       if (stderr_tail.size() > kTailLines) stderr_tail.pop_front();
     }
     found.clear();
@@ -116,9 +118,14 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   bool duration_reached = false;
   std::string reason;
   std::optional<Clock::time_point> kill_at, exited_at;
+  // The process is supervised, not its pipes: a job that closes its stdout and stderr still
+  // meets its timeout, its cancel and its duration while it lives.
   bool open = true;
-  while (open) {
-    open = p.Poll(std::chrono::milliseconds(100), on_line);
+  for (;;) {
+    if (open)
+      open = p.Poll(std::chrono::milliseconds(100), on_line);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = Clock::now();
     if (batch.samples_size() > 0 &&
         now - batch_started >= std::chrono::milliseconds(opts_.batch_max_ms))
@@ -140,6 +147,7 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
       kill_at.reset();
     }
     if (!exited_at && p.TryWait()) exited_at = now;
+    if (!open && exited_at) break;
     if (open && exited_at && now - *exited_at >= std::chrono::milliseconds(opts_.linger_ms)) {
       p.Signal(SIGKILL);  // children still hold the pipes open after the job's main process ended
       break;
@@ -148,6 +156,9 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   ExitStatus st = p.Wait();
   flush();
   log.flush();
+  // A log that could not be written (a full disk) is the run's error, not a silent truncation.
+  if (!log && reason.empty())
+    reason = "output_failed: cannot write " + run_dir + "/output.log (disk full?)";
   fin.set_signal(st.signal);
   fin.set_lines(lines);
   fin.set_stderr_tail(Tail(stderr_tail));

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/template.h"
+#include "core/text.h"
 
 namespace tunectl {
 namespace {
@@ -539,17 +541,77 @@ const MetricSpec* WorkloadSpec::FindMetric(std::string_view n) const {
   return nullptr;
 }
 
+namespace {
+
+// Duplicate mapping keys (yaml-cpp keeps both; a lookup sees only the first) and NUL characters
+// (argv, env and PostgreSQL text cannot carry them) anywhere in the tree, named by path and line.
+Status CheckTreeValues(const YAML::Node& n, const std::string& path) {
+  const auto where = [&](const YAML::Node& x) {
+    const std::string p = path.empty() ? std::string("the document") : path;
+    return x.Mark().line >= 0 ? p + " (line " + std::to_string(x.Mark().line + 1) + ")" : p;
+  };
+  if (n.IsScalar()) {
+    if (n.Scalar().find('\0') != std::string::npos)
+      return Status::InvalidArgument(where(n) +
+                                     ": contains a NUL character; not allowed in any value");
+    return Status::Ok();
+  }
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i)
+      if (Status st = CheckTreeValues(n[i], path + "[" + std::to_string(i) + "]"); !st.ok())
+        return st;
+    return Status::Ok();
+  }
+  if (n.IsMap()) {
+    std::map<std::string, int> seen;  // key → line
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      const std::string sub = path.empty() ? key : path + "." + key;
+      const int line = it->first.Mark().line + 1;  // a JSON document's keys are unique already
+      if (auto [at, fresh] = seen.emplace(key, line); !fresh)
+        return Status::InvalidArgument(sub + ": key " + Quote(key) + " appears twice (lines " +
+                                       std::to_string(at->second) + " and " + std::to_string(line) +
+                                       "); keys must be unique");
+      if (Status st = CheckTreeValues(it->first, sub); !st.ok()) return st;
+      if (Status st = CheckTreeValues(it->second, sub); !st.ok()) return st;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<WorkloadSpec> ParseWorkloadSpec(std::string_view text, std::string_view source) {
+  // Bounded before any parser sees it: both recurse per nesting level.
+  if (Status st = CheckDocument(text, std::string(source)); !st.ok()) return st;
   YAML::Node root;
   size_t first = text.find_first_not_of(" \t\r\n");
   try {
     if (first != std::string_view::npos && text[first] == '{') {
-      auto j = ordered_json::parse(text.begin(), text.end(), nullptr, false);
+      // Keys seen per open object: a duplicate key is refused (nlohmann keeps the last silently).
+      std::vector<std::set<std::string>> keys;
+      std::string duplicate;
+      auto on_event = [&](int, ordered_json::parse_event_t e, ordered_json& parsed) {
+        if (e == ordered_json::parse_event_t::object_start) keys.emplace_back();
+        if (e == ordered_json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+        if (e == ordered_json::parse_event_t::key && !keys.empty() &&
+            !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+          duplicate = parsed.get<std::string>();
+        return true;
+      };
+      auto j = ordered_json::parse(text.begin(), text.end(), on_event, false);
       if (j.is_discarded())
         return Status::InvalidArgument(std::string(source) + ": not valid JSON");
+      if (!duplicate.empty())
+        return Status::InvalidArgument(std::string(source) + ": key " + Quote(duplicate) +
+                                       " appears twice in one object; keys must be unique");
       root = JsonToYaml(j);
+      if (Status st = CheckTreeValues(root, ""); !st.ok())
+        return Status::InvalidArgument(std::string(source) + ": " + st.message());
     } else {
       root = YAML::Load(std::string(text));
+      if (Status st = CheckTreeValues(root, ""); !st.ok())
+        return Status::InvalidArgument(std::string(source) + ": " + st.message());
     }
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(std::string(source) + ": YAML syntax error at line " +
@@ -611,6 +673,10 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
 
 Result<std::string> CanonicalParamValue(const ParamSpec& p, std::string_view raw) {
   const std::string type = ParamTypeName(p.type);
+  if (raw.find('\0') != std::string_view::npos)
+    return Status::InvalidArgument(p.name +
+                                   ": the value contains a NUL character; argv and env "
+                                   "cannot carry it");
   auto range = [&]() {
     std::string lo = p.min ? FormatDouble(*p.min) : "-inf";
     std::string hi = p.max ? FormatDouble(*p.max) : "inf";

@@ -118,6 +118,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   aopts.server_id = std::string(host) + ":" + std::to_string(getpid());
+  aopts.agent_timeout_ms = static_cast<int64_t>(opts.agent_timeout_s) * 1000;
   s->agents_ =
       std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(), aopts, log);
 

@@ -1,5 +1,6 @@
 #include <mutex>
 
+#include "core/text.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
 
@@ -50,8 +51,34 @@ grpc::Status AgentServiceImpl::Session(
             "Hello.slots: " + std::to_string(h.slots()) + " is out of range; allowed 0..4096"};
   LabelMap labels(h.labels().begin(), h.labels().end());
   const std::string session_id = opts_.server_id + "/" + std::to_string(next_session_++);
-  auto id = store_->RegisterAgent(h.name(), labels, h.slots(), h.version(), session_id);
-  if (!id.ok()) return ToGrpc(id.status());
+  AgentNameClaim claim;
+  claim.instance = h.instance();
+  claim.host = h.host();
+  claim.live_ms = opts_.agent_timeout_ms;
+  const std::string mine = opts_.server_id + "/";
+  claim.session_live = [&](const std::string& sid) {
+    if (sid.rfind(mine, 0) != 0) return true;  // another server's: live while seen recently
+    std::lock_guard<std::mutex> g(live_mu_);
+    return live_sessions_.count(sid) > 0;
+  };
+  auto id = store_->RegisterAgent(h.name(), labels, h.slots(), h.version(), session_id, claim);
+  if (!id.ok()) {
+    log_(LogLevel::kWarn,
+         "agent " + h.name() + " on " + h.host() + " refused: " + id.status().message());
+    return ToGrpc(id.status());
+  }
+  {
+    std::lock_guard<std::mutex> g(live_mu_);
+    live_sessions_.insert(session_id);
+  }
+  struct Forget {  // the session is dead for name claims the moment its stream ends
+    AgentServiceImpl* self;
+    std::string sid;
+    ~Forget() {
+      std::lock_guard<std::mutex> g(self->live_mu_);
+      self->live_sessions_.erase(sid);
+    }
+  } forget{this, session_id};
   std::vector<RunRef> active;
   for (const auto& r : h.active_runs()) active.push_back({r.run_id(), r.attempt()});
   auto requeued = store_->ReconcileAgentRuns(*id, active);
@@ -94,10 +121,11 @@ grpc::Status AgentServiceImpl::Session(
         break;
       case v1::AgentMessage::kMetricBatch: {
         const auto& b = in.metric_batch();
-        auto stored = store_->StoreMetricBatch(b.run_id(), b.attempt(), b.seq(), Samples(b));
-        if (!stored.ok() && stored.status().code() == Status::Code::kInvalidArgument) {
-          log_(LogLevel::kWarn, "dropping metric batch for unknown run " +
-                                    std::to_string(b.run_id()) + ": " + stored.status().message());
+        auto stored = store_->StoreMetricBatch(b.run_id(), b.attempt(), b.seq(), Samples(b), *id);
+        if (!stored.ok() && (stored.status().code() == Status::Code::kInvalidArgument ||
+                             stored.status().code() == Status::Code::kFailedPrecondition)) {
+          // Refused, never stored; acked so that a stale agent drops it from its outbox.
+          log_(LogLevel::kWarn, "agent " + h.name() + ": " + stored.status().message());
         } else if (!stored.ok()) {
           st = stored.status();
           break;
@@ -109,10 +137,20 @@ grpc::Status AgentServiceImpl::Session(
       }
       case v1::AgentMessage::kRunFinished: {
         const auto& f = in.run_finished();
-        RunResult res{f.exit_code(), f.signal(), f.reason(),          f.stderr_tail(),
-                      f.batches(),   f.lines(),  f.duration_reached()};
-        st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name());
-        if (!st.ok() && st.code() == Status::Code::kNotFound) st = Status::Ok();
+        // The job's bytes become valid text here, once: PostgreSQL refuses invalid UTF-8 and NUL.
+        RunResult res{f.exit_code(),
+                      f.signal(),
+                      SanitizeUtf8(f.reason(), 4096),
+                      SanitizeUtf8(f.stderr_tail(), 8192),
+                      f.batches(),
+                      f.lines(),
+                      f.duration_reached()};
+        st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name(), *id);
+        if (!st.ok() && st.code() == Status::Code::kFailedPrecondition)
+          log_(LogLevel::kWarn, "agent " + h.name() + ": " + st.message());
+        if (!st.ok() && (st.code() == Status::Code::kNotFound ||
+                         st.code() == Status::Code::kFailedPrecondition))
+          st = Status::Ok();
         if (st.ok()) {
           ack.mutable_ack()->set_run_id(f.run_id());
           ack.mutable_ack()->set_attempt(f.attempt());

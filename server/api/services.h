@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "core/clock.h"
@@ -90,6 +92,9 @@ class TuningServiceImpl final : public v1::TuningService::Service {
 struct AgentServiceOptions {
   int heartbeat_interval_ms = 2000;
   std::string server_id;  // distinguishes sessions of this server process
+  // A name seen this recently by another agent process is held (AlreadyExists); a session of
+  // this server process is live only while its stream is open.
+  int64_t agent_timeout_ms = 15000;
 };
 
 class AgentServiceImpl final : public v1::AgentService::Service {
@@ -107,6 +112,8 @@ class AgentServiceImpl final : public v1::AgentService::Service {
   AgentServiceOptions opts_;
   LogFn log_;
   std::atomic<int64_t> next_session_{1};
+  std::mutex live_mu_;
+  std::set<std::string> live_sessions_;  // of this server process, streams open
 };
 
 }  // namespace tunectl

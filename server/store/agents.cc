@@ -13,14 +13,38 @@ namespace tunectl {
 using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
 
 Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
-                                     const std::string& version, const std::string& session) {
+                                     const std::string& version, const std::string& session,
+                                     const AgentNameClaim& claim) {
   return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
+    if (!claim.instance.empty()) {
+      auto held = w.exec_params(
+          "SELECT session, instance, host, (EXTRACT(EPOCH FROM tunectl_now() - last_seen) * "
+          "1000)::bigint AS age_ms FROM agents WHERE name = $1 AND connected FOR UPDATE",
+          name);
+      if (!held.empty()) {
+        const std::string other = held[0]["instance"].as<std::string>();
+        const std::string old_session =
+            held[0]["session"].is_null() ? std::string() : held[0]["session"].as<std::string>();
+        const int64_t age = held[0]["age_ms"].as<int64_t>();
+        const bool live =
+            age < claim.live_ms && (!claim.session_live || claim.session_live(old_session));
+        if (!other.empty() && other != claim.instance && live) {
+          const std::string host = held[0]["host"].as<std::string>();
+          return Status::AlreadyExists(
+              "agent name " + name + " is held by a live agent on " +
+              (host.empty() ? std::string("another host") : "host " + host) + " (seen " +
+              std::to_string(age / 1000) + "s ago); give this agent its own --name (e.g. " + name +
+              "-2), or stop the other one");
+        }
+      }
+    }
     auto r = w.exec_params1(
-        "INSERT INTO agents(name, labels, slots, version, connected, session, last_seen) "
-        "VALUES ($1, $2::jsonb, $3, $4, true, $5, tunectl_now()) ON CONFLICT (name) DO UPDATE SET "
-        "labels = EXCLUDED.labels, slots = EXCLUDED.slots, version = EXCLUDED.version, "
-        "connected = true, session = EXCLUDED.session, last_seen = tunectl_now() RETURNING id",
-        name, MapToJson(labels), slots, version, session);
+        "INSERT INTO agents(name, labels, slots, version, connected, session, last_seen, instance, "
+        "host) VALUES ($1, $2::jsonb, $3, $4, true, $5, tunectl_now(), $6, $7) ON CONFLICT (name) "
+        "DO UPDATE SET labels = EXCLUDED.labels, slots = EXCLUDED.slots, version = "
+        "EXCLUDED.version, connected = true, session = EXCLUDED.session, last_seen = "
+        "tunectl_now(), instance = EXCLUDED.instance, host = EXCLUDED.host RETURNING id",
+        name, MapToJson(labels), slots, version, session, claim.instance, claim.host);
     const int64_t id = r[0].as<int64_t>();
     Audit(w, "agent:" + name, "agent.connected", "agent", id,
           {{"labels", labels}, {"slots", slots}, {"version", version}});

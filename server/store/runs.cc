@@ -413,13 +413,35 @@ Result<RunRow> Store::GetRun(int64_t id) {
 }
 
 Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
-                                     const std::vector<SampleIn>& samples) {
+                                     const std::vector<SampleIn>& samples,
+                                     std::optional<int64_t> reporter) {
   // The hot path decides nothing: no clock round trip (received_at is the database's time).
   return InTx<bool>(pool_, nullptr, [&](pqxx::work& w) -> Result<bool> {
-    auto r = w.exec_params(
-        "INSERT INTO metric_batches(run_id, attempt, seq, samples) VALUES ($1,$2,$3,$4) "
-        "ON CONFLICT DO NOTHING RETURNING seq",
-        run_id, attempt, seq, static_cast<int>(samples.size()));
+    pqxx::result r;
+    if (reporter) {
+      // Ownership in the same statement: one round trip, as before.
+      r = w.exec_params(
+          "INSERT INTO metric_batches(run_id, attempt, seq, samples) SELECT $1,$2,$3,$4 WHERE "
+          "EXISTS (SELECT 1 FROM runs WHERE id = $1 AND attempt = $2 AND agent_id = $5 AND state "
+          "IN ('assigned', 'running')) ON CONFLICT DO NOTHING RETURNING seq",
+          run_id, attempt, seq, static_cast<int>(samples.size()), *reporter);
+      if (r.empty()) {
+        if (!w.exec_params("SELECT 1 FROM metric_batches WHERE run_id = $1 AND attempt = $2 AND "
+                           "seq = $3",
+                           run_id, attempt, seq)
+                 .empty())
+          return false;  // a resend of a stored batch
+        return Status::FailedPrecondition(
+            "metric batch for run " + std::to_string(run_id) + " attempt " +
+            std::to_string(attempt) +
+            " refused: not an active attempt assigned to this agent; nothing stored");
+      }
+    } else {
+      r = w.exec_params(
+          "INSERT INTO metric_batches(run_id, attempt, seq, samples) VALUES ($1,$2,$3,$4) "
+          "ON CONFLICT DO NOTHING RETURNING seq",
+          run_id, attempt, seq, static_cast<int>(samples.size()));
+    }
     if (r.empty()) return false;
     if (!samples.empty()) {
       pqxx::stream_to s(
@@ -433,16 +455,21 @@ Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
   });
 }
 
-Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res,
-                        const std::string& actor) {
+Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const std::string& actor,
+                        std::optional<int64_t> reporter) {
   return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
     if (w.exec_params("SELECT 1 FROM runs WHERE id = $1", run_id).empty())
       return Status::NotFound("run " + std::to_string(run_id) + " not found");
     const RunOwners owners = LockRunOwners(w, {run_id});
     auto r = w.exec_params(
-        "SELECT attempt, state, launch::text AS launch, cancel_reason FROM runs WHERE id = $1 "
-        "FOR UPDATE",
+        "SELECT attempt, state, launch::text AS launch, cancel_reason, agent_id FROM runs WHERE "
+        "id = $1 FOR UPDATE",
         run_id);
+    if (reporter && (r[0]["agent_id"].is_null() || r[0]["agent_id"].as<int64_t>() != *reporter))
+      return Status::FailedPrecondition("result for run " + std::to_string(run_id) + " attempt " +
+                                        std::to_string(attempt) +
+                                        " refused: the run is not assigned to this agent; "
+                                        "nothing changed");
     const auto current = ParseRunState(r[0]["state"].as<std::string>());
     if (r[0]["attempt"].as<int>() != attempt || !current || IsTerminal(*current)) return true;
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -299,6 +300,16 @@ struct StoreSnapshot {
   std::vector<Regressions> regressions;
 };
 
+// Who claims an agent name. A name whose row is connected, held by another `instance`, seen
+// within `live_ms` and whose session `session_live` does not call dead is refused with
+// AlreadyExists naming the host that holds it. Empty `instance` (tests, old agents): no check.
+struct AgentNameClaim {
+  std::string instance;
+  std::string host;
+  int64_t live_ms = 0;
+  std::function<bool(const std::string& session)> session_live;  // null: live if seen recently
+};
+
 class Store {
  public:
   // `pool` and `clock` are not owned and outlive the Store; `clock` null = the system clock. The
@@ -326,7 +337,8 @@ class Store {
 
   // Agents
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
-                                const std::string& version, const std::string& session);
+                                const std::string& version, const std::string& session,
+                                const AgentNameClaim& claim = AgentNameClaim());
   Status TouchAgent(int64_t agent_id, bool busy = false);
   // Marks the agent disconnected if `session` still owns it.
   Status DisconnectAgent(int64_t agent_id, const std::string& session);
@@ -346,12 +358,18 @@ class Store {
   Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots,
                                             const std::string& open_windows = "{}");
   Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id);
-  // Stores a batch once: returns false when (run, attempt, seq) was already stored.
+  // Stores a batch once: returns false when (run, attempt, seq) was already stored. With
+  // `reporter` (an agent session's agent id), only a batch for the run's current attempt, assigned
+  // to that agent and still assigned or running, is stored; any other is FailedPrecondition and
+  // changes nothing (a stale attempt, another agent's run, a run that does not exist).
   Result<bool> StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
-                                const std::vector<SampleIn>& samples);
+                                const std::vector<SampleIn>& samples,
+                                std::optional<int64_t> reporter = std::nullopt);
   // Terminal state for the attempt, run summary, and baseline completion when it was the last.
-  // A stale attempt (superseded) changes nothing. Idempotent.
-  Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor);
+  // A stale attempt (superseded) changes nothing. Idempotent. With `reporter`, a result for a run
+  // assigned to another agent is FailedPrecondition and changes nothing.
+  Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor,
+                   std::optional<int64_t> reporter = std::nullopt);
   // Runs on this agent whose experiment was cancelled: the dispatcher sends Cancel for them.
   Result<PendingCancelList> PendingCancels(int64_t agent_id);
 

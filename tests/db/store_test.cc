@@ -296,3 +296,75 @@ TEST(Store, RunOutOfAttemptsIsLostAndCompletesBaseline) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Store, ReportsAreAcceptedOnlyFromTheAgentHoldingTheAttempt) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  const int64_t owner = AddAgent(st, "n1"), rogue = AddAgent(st, "n2");
+  auto claimed = st.ClaimRuns(owner, {{"pool", "cpu"}}, 4);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->size(), 1u);
+  const int64_t run = (*claimed)[0].run_id;
+  const std::vector<SampleIn> rogue_samples = {{"sps", 1, 1e9, 1}};
+  // Another agent's batch, and a batch for an attempt that does not exist: refused, not stored.
+  auto other = st.StoreMetricBatch(run, 1, 1, rogue_samples, rogue);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_THAT(other.status().message(), HasSubstr("not an active attempt assigned to this agent"));
+  auto stale = st.StoreMetricBatch(run, 7, 1, rogue_samples, owner);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "0");
+  // Another agent's result does not finish the run.
+  Status fin = st.FinishRun(run, 1, {0, 0, "", "", 0, 0}, "agent:n2", rogue);
+  EXPECT_EQ(fin.code(), Status::Code::kFailedPrecondition);
+  EXPECT_EQ(db->Scalar("SELECT state FROM runs WHERE id = " + std::to_string(run)), "assigned");
+  // The owner's are stored, a resend of its batch is a duplicate, not a refusal.
+  auto mine = st.StoreMetricBatch(run, 1, 1, {{"sps", 1, 10.0, 1}}, owner);
+  ASSERT_TRUE(mine.ok()) << mine.status().message();
+  EXPECT_TRUE(*mine);
+  ASSERT_TRUE(st.FinishRun(run, 1, {0, 0, "", "", 1, 1}, "agent:n1", owner).ok());
+  auto resend = st.StoreMetricBatch(run, 1, 1, {{"sps", 1, 10.0, 1}}, owner);
+  ASSERT_TRUE(resend.ok());
+  EXPECT_FALSE(*resend);
+  // A batch the owner never sent, after its run ended, is refused.
+  EXPECT_FALSE(st.StoreMetricBatch(run, 1, 2, rogue_samples, owner).ok());
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "1");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Store, ALiveAgentNameIsNotTakenByAnotherProcess) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  AgentNameClaim a{"host-a:100:1", "host-a", 15000, nullptr};
+  AgentNameClaim b{"host-b:200:2", "host-b", 15000, nullptr};
+  auto first = st.RegisterAgent("gpu-node", {}, 1, "t", "s1", a);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto second = st.RegisterAgent("gpu-node", {}, 1, "t", "s2", b);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Status::Code::kAlreadyExists);
+  EXPECT_THAT(second.status().message(), HasSubstr("held by a live agent on host host-a"));
+  EXPECT_THAT(second.status().message(), HasSubstr("--name"));
+  EXPECT_EQ(db->Scalar("SELECT session FROM agents WHERE name = 'gpu-node'"), "s1");
+  // The same process reconnecting takes its name back at once.
+  auto again = st.RegisterAgent("gpu-node", {}, 1, "t", "s3", a);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  // A session its server knows is dead, or a disconnected one, frees the name.
+  b.session_live = [](const std::string&) { return false; };
+  EXPECT_TRUE(st.RegisterAgent("gpu-node", {}, 1, "t", "s4", b).ok());
+  ASSERT_TRUE(st.DisconnectAgent(*first, "s4").ok());
+  EXPECT_TRUE(st.RegisterAgent("gpu-node", {}, 1, "t", "s5", a).ok());
+}
+
+}  // namespace
+}  // namespace tunectl

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include "core/text.h"
+
 namespace tunectl {
 namespace {
 
@@ -171,6 +173,40 @@ TEST_F(ExecutorTest, AStabilityJobThatIgnoresSigtermFailsAtTheDuration) {
   EXPECT_FALSE(sink.finished[0].duration_reached());
   EXPECT_THAT(sink.finished[0].reason(), HasSubstr("did not stop"));
   EXPECT_EQ(sink.finished[0].signal(), SIGKILL);
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST_F(ExecutorTest, AJobThatClosesItsOutputStillMeetsItsTimeout) {
+  // Closes stdout and stderr, ignores SIGTERM, then lives on: the pipes say nothing, the process
+  // is what the executor supervises.
+  opts.kill_grace_ms = 300;
+  v1::Assign a = Job("echo v=1; exec >&- 2>&-; trap '' TERM; sleep 30");
+  a.set_timeout_ms(500);
+  const auto t0 = std::chrono::steady_clock::now();
+  Run(a);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_THAT(sink.finished[0].reason(), HasSubstr("timeout"));
+  EXPECT_EQ(sink.finished[0].signal(), SIGKILL);
+  EXPECT_EQ(sink.Samples(), 1);
+}
+
+TEST_F(ExecutorTest, BinaryAndLongUtf8StderrBecomesValidText) {
+  // Bytes that are not UTF-8, a NUL, and a 600-byte line of 3-byte characters (a tqdm bar).
+  Run(
+      Job("printf 'bad \\377\\376 \\000 end\\n' >&2; "
+          "i=0; while [ $i -lt 200 ]; do printf '\\342\\226\\210' >&2; i=$((i+1)); done; "
+          "echo >&2; exit 1"));
+  ASSERT_EQ(sink.finished.size(), 1u);
+  const std::string& tail = sink.finished[0].stderr_tail();
+  EXPECT_EQ(SanitizeUtf8(tail), tail);  // valid already: nothing left to replace
+  EXPECT_THAT(tail, HasSubstr("bad \xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD end"));
+  EXPECT_THAT(tail, HasSubstr("\xE2\x96\x88"));
 }
 
 }  // namespace

@@ -246,3 +246,56 @@ TEST(WorkloadSpec, SkipStepsNeedATagAndAValidRegex) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(WorkloadSpec, RejectsADuplicateKeyNamingItAndBothLines) {
+  auto s = ParseWorkloadSpec(R"(name: w
+command: [train]
+params:
+  nw: {type: int, default: 1}
+  nw: {type: int, default: 8}
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
+)",
+                             "w.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("w.yaml: params.nw: key \"nw\" appears twice"));
+  EXPECT_THAT(s.status().message(), HasSubstr("lines 4 and 5"));
+  auto j = ParseWorkloadSpec(
+      R"js({"name": "w", "name": "v", "command": ["t"], "metrics": {"s": {"pattern": "s: ([0-9]+)"}}})js",
+      "w.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(j.status().message(), HasSubstr("key \"name\" appears twice"));
+}
+
+TEST(WorkloadSpec, RejectsANulCharacterInAnyValue) {
+  auto s = ParseWorkloadSpec(R"(name: w
+command: [train, "--tag=a\0b"]
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
+)",
+                             "w.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("command[1] (line 2): contains a NUL character"));
+  ParamSpec p;
+  p.name = "tag";
+  p.type = ParamType::kString;
+  auto v = CanonicalParamValue(p, std::string_view("a\0b", 3));
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("tag: the value contains a NUL character"));
+}
+
+TEST(WorkloadSpec, RefusesADeeplyNestedDocumentInsteadOfCrashing) {
+  const std::string deep = "{\"name\": " + std::string(50000, '[') + std::string(50000, ']') + "}";
+  auto s = ParseWorkloadSpec(deep, "deep.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("deep.json: nested more than 64 levels"));
+  auto big = ParseWorkloadSpec("name: w\ndescription: " + std::string(3 << 20, 'x') + "\n", "big");
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(big.status().message(), HasSubstr("allowed at most 1048576"));
+}
+
+}  // namespace
+}  // namespace tunectl
