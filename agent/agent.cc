@@ -1,13 +1,16 @@
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "sys/files.h"
+#include "sys/process.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
@@ -29,7 +32,28 @@ Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log)
   host_ = host;
   std::random_device rd;
   instance_ = host_ + ":" + std::to_string(getpid()) + ":" + std::to_string(rd());
+  // The tag that finds this agent's jobs: its name and runs dir, stable across its restarts.
+  if (opts_.executor.job_tag.empty())
+    opts_.executor.job_tag = opts_.name + "|" + opts_.executor.runs_dir + "|";
   LoadSpool();
+}
+
+void Agent::OnLeftovers(int64_t run_id, int processes) {
+  log_(LogLevel::kWarn, "run " + std::to_string(run_id) + ": killed " + std::to_string(processes) +
+                            " process(es) it left running (daemonised or setsid children)");
+}
+
+void Agent::StopEarlierLifesJobs() {
+  // Runs this process executes carry the same prefix: only the first welcome, before any Assign
+  // can arrive, may look. The server has requeued the earlier life's unfinished runs.
+  const std::string prefix = JobTagPrefix(opts_.executor);
+  int killed = SignalProcessesWithEnv(prefix, SIGKILL);
+  for (int i = 0; i < 50 && !ProcessesWithEnv(prefix).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (killed > 0)
+    log_(LogLevel::kWarn, "killed " + std::to_string(killed) +
+                              " process(es) of jobs that an earlier run of this agent left "
+                              "running; the server retries their runs, so no job runs twice");
 }
 
 Agent::~Agent() {
@@ -107,6 +131,8 @@ bool Agent::Session() {
       case v1::ServerMessage::kWelcome: {
         welcomed = true;
         std::lock_guard<std::mutex> g(mu_);
+        if (!cleaned_up_) StopEarlierLifesJobs();
+        cleaned_up_ = true;
         if (in.welcome().heartbeat_interval_ms() > 0)
           heartbeat_ms_ = in.welcome().heartbeat_interval_ms();
         log_(LogLevel::kInfo, "connected to " + opts_.server + " as " + opts_.name + " (" +
@@ -227,11 +253,34 @@ void Agent::ReapFinished() {
   }
   for (auto& t : done)
     if (t.joinable()) t.join();
+  std::vector<v1::Assign> ready;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      if (runs_.count(it->first)) {
+        ++it;
+        continue;
+      }
+      ready.push_back(std::move(it->second));
+      it = deferred_.erase(it);
+    }
+  }
+  for (const auto& a : ready) StartRun(a);
 }
 
 void Agent::StartRun(const v1::Assign& a) {
   std::lock_guard<std::mutex> g(mu_);
-  if (runs_.count(a.run_id())) return;  // already executing (duplicate assign after reconnect)
+  if (auto held = runs_.find(a.run_id()); held != runs_.end()) {
+    if (held->second.attempt >= a.attempt()) return;  // a duplicate assign after a reconnect
+    // The server gave up on the attempt held here (a lease lost during a pause): stop it, and
+    // start the new attempt once it is gone, so the job never runs twice at once.
+    log_(LogLevel::kWarn, "run " + std::to_string(a.run_id()) + ": attempt " +
+                              std::to_string(a.attempt()) + " replaces attempt " +
+                              std::to_string(held->second.attempt) + " held here; stopping it");
+    if (held->second.cancel) held->second.cancel->store(true);
+    deferred_[a.run_id()] = a;
+    return;
+  }
   Active r;
   r.attempt = a.attempt();
   r.cancel = std::make_shared<std::atomic<bool>>(false);

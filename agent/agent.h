@@ -74,6 +74,10 @@ class Agent : private RunSink {
   void OnStarted(const v1::RunStarted& m) override;
   void OnBatch(const v1::MetricBatch& m) override;
   void OnFinished(const v1::RunFinished& m) override;
+  void OnLeftovers(int64_t run_id, int processes) override;
+  // Once, when the server first accepts this agent's name: kills processes of jobs that an
+  // earlier life of this agent (same name, same runs dir) left running, before any new Assign.
+  void StopEarlierLifesJobs();
 
   AgentOptions opts_;
   ProcessLauncher* launcher_;
@@ -88,6 +92,9 @@ class Agent : private RunSink {
   std::deque<Pending> outbox_;
   std::map<int64_t, Active> runs_;  // by run id; removed once RunFinished is acked and joined
   int heartbeat_ms_ = 2000;
+  bool cleaned_up_ = false;  // StopEarlierLifesJobs ran
+  // New attempts of runs whose older attempt is still being stopped: started once it is gone.
+  std::map<int64_t, v1::Assign> deferred_;
 };
 
 }  // namespace tunectl

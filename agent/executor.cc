@@ -28,6 +28,14 @@ std::string Tail(const std::deque<std::string>& lines) {
 
 }  // namespace
 
+std::string JobTagPrefix(const ExecutorOptions& o) {
+  return "TUNECTL_JOB=" + (o.job_tag.empty() ? o.runs_dir + "|" : o.job_tag);
+}
+
+std::string JobTagEntry(const ExecutorOptions& o, int64_t run_id, int attempt) {
+  return JobTagPrefix(o) + std::to_string(run_id) + "-" + std::to_string(attempt) + "|";
+}
+
 void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink& sink) {
   v1::RunFinished fin;
   fin.set_run_id(a.run_id());
@@ -62,6 +70,13 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   spec.env_overrides["TUNECTL_RUN_ID"] = std::to_string(a.run_id());
   spec.env_overrides["TUNECTL_ATTEMPT"] = std::to_string(a.attempt());
   spec.env_overrides["TUNECTL_RUN_DIR"] = run_dir;
+  const std::string tag = JobTagEntry(opts_, a.run_id(), a.attempt());
+  spec.env_overrides["TUNECTL_JOB"] = tag.substr(std::string("TUNECTL_JOB=").size());
+  // The whole tree: the process group, and whoever left it (setsid, daemonised) with the tag.
+  auto signal_all = [&](Process& p, int sig) {
+    p.Signal(sig);
+    SignalProcessesWithEnv(tag, sig);
+  };
   if (a.duration_ms() > 0)  // a stability run: the job may stop itself at this age
     spec.env_overrides["TUNECTL_DURATION_S"] = std::to_string(a.duration_ms() / 1000);
   spec.cwd = opts_.workdir;
@@ -139,11 +154,11 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
     }
     if (reason.empty() && (cancel.load() || now >= deadline)) {
       reason = cancel.load() ? "cancelled" : "timeout";
-      p.Signal(SIGTERM);
+      signal_all(p, SIGTERM);
       kill_at = now + std::chrono::milliseconds(opts_.kill_grace_ms);
     }
     if (kill_at && now >= *kill_at) {
-      p.Signal(SIGKILL);
+      signal_all(p, SIGKILL);
       kill_at.reset();
     }
     if (!exited_at && p.TryWait()) exited_at = now;
@@ -154,6 +169,9 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
     }
   }
   ExitStatus st = p.Wait();
+  // A run ends with its job: what it left behind (a daemon, a setsid child) is stopped too.
+  if (const int left = SignalProcessesWithEnv(tag, SIGKILL); left > 0)
+    sink.OnLeftovers(a.run_id(), left);
   flush();
   log.flush();
   // A log that could not be written (a full disk) is the run's error, not a silent truncation.

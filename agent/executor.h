@@ -19,7 +19,15 @@ struct ExecutorOptions {
   int batch_max_ms = 1000;      // … or when its oldest sample is this old
   int kill_grace_ms = 5000;     // SIGTERM -> SIGKILL
   int linger_ms = 2000;         // after the main process exits, how long to drain its pipes
+  // Every job gets TUNECTL_JOB=<this><run>-<attempt>| in its environment, so that its whole
+  // tree (setsid and daemonised children too) can be found and stopped; "" = "<runs_dir>|".
+  std::string job_tag = "";
 };
+
+// The environment entry that marks a job's processes, and the prefix every job of an executor
+// with these options carries (an agent stops its earlier life's jobs with it).
+std::string JobTagEntry(const ExecutorOptions& o, int64_t run_id, int attempt);
+std::string JobTagPrefix(const ExecutorOptions& o);
 
 // Receives what an executing run produces, in order. Called from the executor's thread.
 class RunSink {
@@ -28,6 +36,8 @@ class RunSink {
   virtual void OnStarted(const v1::RunStarted& m) = 0;
   virtual void OnBatch(const v1::MetricBatch& m) = 0;
   virtual void OnFinished(const v1::RunFinished& m) = 0;
+  // Processes of the run still alive after its job ended (daemonised, setsid), now killed.
+  virtual void OnLeftovers(int64_t /*run_id*/, int /*processes*/) {}
 };
 
 class Executor {

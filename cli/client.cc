@@ -163,6 +163,10 @@ class GrpcClient : public Client {
       case grpc::StatusCode::FAILED_PRECONDITION:
         return Status::FailedPrecondition(st.error_message());
       case grpc::StatusCode::UNAVAILABLE:
+        if (st.error_message().rfind("database unavailable", 0) == 0)
+          return Status::Unavailable("tunectl-server at " + server_ + " is up, but its " +
+                                     st.error_message() +
+                                     "; it reconnects by itself: retry once PostgreSQL is back");
         return Status::Unavailable("cannot reach tunectl-server at " + server_ + " (" +
                                    st.error_message() +
                                    "); is it running? set --server or TUNECTL_SERVER");

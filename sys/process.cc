@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 extern char** environ;
@@ -189,6 +192,33 @@ std::string ExitStatus::ToString() const {
 
 std::unique_ptr<ProcessLauncher> NewPosixProcessLauncher() {
   return std::make_unique<PosixLauncher>();
+}
+
+std::vector<int> ProcessesWithEnv(const std::string& prefix) {
+  std::vector<int> out;
+  const int self = getpid();
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    if (pid == self) continue;
+    std::ifstream f(e.path() / "environ", std::ios::binary);  // unreadable: not ours
+    if (!f) continue;
+    std::string entry;
+    while (std::getline(f, entry, '\0'))
+      if (entry.compare(0, prefix.size(), prefix) == 0) {
+        out.push_back(pid);
+        break;
+      }
+  }
+  return out;
+}
+
+int SignalProcessesWithEnv(const std::string& prefix, int sig) {
+  int n = 0;
+  for (int pid : ProcessesWithEnv(prefix)) n += ::kill(pid, sig) == 0;
+  return n;
 }
 
 Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec) {

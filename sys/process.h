@@ -61,6 +61,13 @@ struct CommandResult {
   std::string output;  // stdout and stderr, interleaved by line
 };
 
+// Processes of this user whose environment holds an entry starting with `prefix` (e.g.
+// "TUNECTL_RUN_DIR=/runs/7-1"): a job's whole tree, setsid and daemonised children included, as
+// long as they keep the environment they inherited. The calling process is never listed.
+std::vector<int> ProcessesWithEnv(const std::string& prefix);
+// Sends `sig` to each of them; returns how many were signalled.
+int SignalProcessesWithEnv(const std::string& prefix, int sig);
+
 // Runs a command to completion, collecting its output.
 Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec);
 

@@ -18,12 +18,20 @@ Result<std::unique_ptr<ConnectionPool>> ConnectionPool::Open(const std::string& 
     p->idle_.push_back(std::move(c));
     p->open_ = 1;
   } catch (const std::exception& e) {
-    return Status::Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+    return Status::Unavailable(std::string("database unavailable: cannot connect to PostgreSQL: ") +
+                               e.what());
   }
   return p;
 }
 
 ConnectionPool::~ConnectionPool() = default;
+
+std::string ConnectionPool::WithConnectTimeout(std::string dsn) {
+  if (dsn.find("connect_timeout") != std::string::npos) return dsn;
+  if (dsn.rfind("postgresql://", 0) == 0 || dsn.rfind("postgres://", 0) == 0)
+    return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
+  return dsn + (dsn.empty() ? "" : " ") + "connect_timeout=5";
+}
 
 Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   std::unique_lock<std::mutex> l(mu_);
@@ -41,7 +49,8 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
     std::lock_guard<std::mutex> g(mu_);
     --open_;
     cv_.notify_one();
-    return Status::Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+    return Status::Unavailable(std::string("database unavailable: cannot connect to PostgreSQL: ") +
+                               e.what());
   }
 }
 

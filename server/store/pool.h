@@ -36,7 +36,11 @@ class ConnectionPool {
   const std::string& dsn() const { return dsn_; }
 
  private:
-  ConnectionPool(std::string dsn, int max_size) : dsn_(std::move(dsn)), max_(max_size) {}
+  ConnectionPool(std::string dsn, int max_size)
+      : dsn_(WithConnectTimeout(std::move(dsn))), max_(max_size) {}
+  // A database that does not answer fails a connection in 5 s instead of hanging: the DSN gets
+  // connect_timeout=5 unless it sets one (keyword or URI form).
+  static std::string WithConnectTimeout(std::string dsn);
   void Release(std::unique_ptr<pqxx::connection> c);
 
   std::string dsn_;

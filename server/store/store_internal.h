@@ -55,7 +55,7 @@ Result<T> InTx(ConnectionPool* pool, const Clock* clock, F&& f) {
         return Status::Unavailable(std::string("database conflict, not retried further: ") +
                                    e.what());
     } catch (const pqxx::broken_connection& e) {
-      return Status::Unavailable(std::string("database connection lost: ") + e.what());
+      return Status::Unavailable(std::string("database unavailable: connection lost: ") + e.what());
     } catch (const pqxx::foreign_key_violation& e) {
       return Status::InvalidArgument(std::string("reference to an unknown entity: ") + e.what());
     } catch (const pqxx::unique_violation& e) {

@@ -13,6 +13,26 @@ from cluster import Cluster
 JOB = r'''
 import os, sys, time
 mode = sys.argv[1]
+if mode == "slow":
+    # Records itself; a copy that finds an earlier copy still alive records the overlap.
+    book = os.environ["FAULTS_BOOK"]
+    with open(book, "a+") as f:
+        f.seek(0)
+        for line in f.read().split():
+            try:
+                with open(f"/proc/{int(line)}/stat") as st:
+                    if ") Z " not in st.read():  # alive, not a zombie waiting to be reaped
+                        f.write(f"overlap:{line}\n")
+            except (OSError, ValueError):
+                pass
+        f.write(f"{os.getpid()}\n")
+    for step in range(1, 61):
+        try:  # lives on when its agent dies (its pipe's reader gone), as real jobs often do
+            print(f"step {step} samples/s: {1000 + step % 3:.1f}", flush=True)
+        except OSError:
+            pass
+        time.sleep(0.1)
+    os._exit(0)
 if mode == "garbage":
     err = sys.stderr.buffer
     err.write(bytes(range(256)) * 8 + b"\n")          # every byte value, NUL included
@@ -35,10 +55,11 @@ SPEC = """
 name: {name}
 command: ["python3", "{job}", "{{mode}}"]
 params:
-  mode: {{type: enum, values: [ok, garbage, mute], default: {mode}}}
+  mode: {{type: enum, values: [ok, garbage, mute, slow], default: {mode}}}
 metrics:
   samples_per_s: {{pattern: 'samples/s: ([0-9.]+)', better: higher, role: primary}}
-run: {{repeats: 1, warmup_steps: 0, timeout: 3s, selector: {{pool: cpu}}}}
+env: {{FAULTS_BOOK: "{book}"}}
+run: {{repeats: 1, warmup_steps: 0, timeout: {timeout}, selector: {{pool: cpu}}}}
 """
 
 
@@ -48,9 +69,14 @@ class FaultsE2E(unittest.TestCase):
         cls.c = Cluster()
         cls.c.start_agent("node-1", slots=1)
         job = cls.c.write("job.py", JOB)
-        for mode in ("ok", "garbage", "mute"):
-            cls.c.cli("workload", "apply", "-f",
-                      cls.c.write(f"{mode}.yaml", SPEC.format(name=mode, job=job, mode=mode)))
+        cls.book = os.path.join(cls.c.dir, "book")
+        for mode in ("ok", "garbage", "mute", "slow"):
+            cls.c.cli("workload", "apply", "-f", cls.c.write(f"{mode}.yaml", cls.spec(mode, job)))
+
+    @classmethod
+    def spec(cls, mode, job, name=None):
+        return SPEC.format(name=name or mode, job=job, mode=mode, book=cls.book,
+                           timeout="60s" if mode == "slow" else "3s")
 
     @classmethod
     def tearDownClass(cls):
@@ -113,6 +139,28 @@ class FaultsE2E(unittest.TestCase):
             dup.terminate()
             dup.wait(timeout=20)
 
+    def test_a_killed_agents_job_never_runs_twice_at_once(self):
+        import signal
+        p = self.c.cli("baseline", "create", "--workload", "slow", "--repeats", "1", "-o", "json")
+        bid = json.loads(p.stdout)["id"]
+        self.c.wait_for(lambda: any(r["state"] == "running" for r in self.runs_of(bid)),
+                        timeout=60, what="the slow run to start")
+        time.sleep(1)
+        first = open(self.book).read().split()[0]
+        self.c.agents["node-1"].send_signal(signal.SIGKILL)  # the job lives on without it
+        self.c.agents["node-1"].wait(timeout=20)
+        os.kill(int(first), 0)  # still running: an orphan
+        self.c.start_agent("node-1", slots=1)
+        self.c.wait_for(lambda: all(r["state"] in ("succeeded", "failed", "lost")
+                                    for r in self.runs_of(bid)),
+                        timeout=120, what="the retried run to end")
+        runs = self.runs_of(bid)
+        self.assertEqual(runs[0]["state"], "succeeded", runs)
+        book = open(self.book).read()
+        self.assertNotIn("overlap", book, book)  # the retry started only after the orphan died
+        self.assertEqual(len(book.split()), 2, book)
+        self.assertIn("earlier run of this agent left running", self.c.log("agent-node-1.log"))
+
     def apply(self, name, text):
         return self.c.cli("workload", "apply", "-f", self.c.write(name, text), check=False)
 
@@ -124,10 +172,10 @@ class FaultsE2E(unittest.TestCase):
         big = self.apply("big.yaml", "name: big\ndescription: " + "x" * (3 << 20) + "\n")
         self.assertNotEqual(big.returncode, 0)
         self.assertIn("allowed at most 1048576", big.stderr)
-        dup = self.apply("dup.yaml", SPEC.format(name="dup", job="x", mode="ok") + "name: other\n")
+        dup = self.apply("dup.yaml", self.spec("ok", "x", name="dup") + "name: other\n")
         self.assertNotEqual(dup.returncode, 0)
         self.assertIn('key "name" appears twice', dup.stderr)
-        nul = self.apply("nul.yaml", SPEC.format(name="nul", job="a\\0b", mode="ok"))
+        nul = self.apply("nul.yaml", self.spec("ok", "a\\0b", name="nul"))
         self.assertNotEqual(nul.returncode, 0)
         self.assertIn("NUL character", nul.stderr)
         self.assertIsNone(self.c.server.poll(), "the server died")

@@ -211,3 +211,35 @@ TEST_F(ExecutorTest, BinaryAndLongUtf8StderrBecomesValidText) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST_F(ExecutorTest, ASetsidChildIsStoppedWithItsJob) {
+  // The job starts a child in a session of its own (out of the job's process group) and exits;
+  // the child would outlive the run. It carries the job's tag, and the run's end stops it.
+  const std::string pidfile = opts.runs_dir + "/child.pid";
+  Run(Job("setsid sh -c 'echo $$ > " + pidfile +
+          "; exec sleep 60' </dev/null >/dev/null 2>&1 & "
+          "sleep 0.3; echo v=1"));
+  ASSERT_EQ(sink.finished.size(), 1u);
+  std::ifstream f(pidfile);
+  int pid = 0;
+  ASSERT_TRUE(f >> pid) << "the child never started";
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = ::kill(pid, 0) != 0 || std::filesystem::exists("/proc/" + std::to_string(pid)) == false;
+    // a killed child of init may linger as a zombie for a moment
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    if (s.find(") Z ") != std::string::npos) gone = true;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "the setsid child " << pid << " outlived its run";
+  if (!gone) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(ProcessesWithEnv(JobTagEntry(opts, 7, 1)).empty());
+}
+
+}  // namespace
+}  // namespace tunectl
