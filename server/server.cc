@@ -3,8 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
@@ -20,6 +24,70 @@
 
 namespace tunectl {
 namespace {
+
+// The database's health, probed on its own thread every `interval`; /healthz and /metrics read
+// only this, so a frozen database makes them answer 503 at once instead of hanging with it.
+class HealthProbe {
+ public:
+  HealthProbe(Store* store, std::chrono::milliseconds interval)
+      : store_(store), interval_(interval), thread_([this] { Loop(); }) {}
+  ~HealthProbe() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  struct View {
+    bool fresh = false;  // the last probe succeeded within 3 intervals
+    std::string error;   // why not
+    std::optional<StoreSnapshot> snapshot;
+  };
+  View Get() const {
+    std::lock_guard<std::mutex> g(mu_);
+    View v;
+    const auto age = std::chrono::steady_clock::now() - last_ok_;
+    v.fresh = ok_once_ && error_.empty() && age < 3 * interval_;
+    v.error =
+        !error_.empty() ? error_
+        : !ok_once_
+            ? std::string("no answer from the database yet")
+            : "the database has not answered for " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(age).count()) +
+                  "s";
+    if (v.fresh) v.snapshot = snapshot_;
+    return v;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      l.unlock();
+      auto snap = store_->Snapshot();  // may block while the database is frozen: only here
+      l.lock();
+      if (snap.ok()) {
+        snapshot_ = *snap;
+        error_.clear();
+        ok_once_ = true;
+        last_ok_ = std::chrono::steady_clock::now();
+      } else {
+        error_ = snap.status().message();
+      }
+      cv_.wait_for(l, interval_, [&] { return stop_; });
+    }
+  }
+  Store* store_;
+  const std::chrono::milliseconds interval_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false, ok_once_ = false;
+  std::string error_;
+  std::chrono::steady_clock::time_point last_ok_;
+  StoreSnapshot snapshot_;
+  std::thread thread_;  // last: starts after everything it uses
+};
 
 class ServerImpl : public Server {
  public:
@@ -40,6 +108,7 @@ class ServerImpl : public Server {
     Shutdown();
     grpc_.reset();
     http_.reset();
+    health_.reset();
     tuning_.reset();
     agents_.reset();
     dispatcher_.reset();
@@ -61,6 +130,7 @@ class ServerImpl : public Server {
   std::unique_ptr<TuningServiceImpl> tuning_;
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<HealthProbe> health_;
   std::unique_ptr<HttpServer> http_;
   LogFn log_;
   int port_ = 0;
@@ -132,19 +202,19 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     return Status::Unavailable("cannot listen on " + opts.listen +
                                " (address in use or invalid); pass --listen HOST:PORT");
   if (!opts.http.empty()) {
-    Store* store = s->store_.get();
+    s->health_ = std::make_unique<HealthProbe>(s->store_.get(), std::chrono::milliseconds(2000));
+    HealthProbe* health = s->health_.get();
     Dispatcher* dispatcher = s->dispatcher_.get();
-    auto http = HttpServer::Start(opts.http, [store, dispatcher](const std::string& path) {
+    auto http = HttpServer::Start(opts.http, [health, dispatcher](const std::string& path) {
       HttpResponse r;
+      const HealthProbe::View h = health->Get();  // memory only: answers within a bound
       if (path == "/healthz") {
-        auto st = store->Ping();
-        r.status = st.ok() ? 200 : 503;
-        r.body = st.ok() ? "ok\n" : "database unreachable: " + st.message() + "\n";
+        r.status = h.fresh ? 200 : 503;
+        r.body = h.fresh ? "ok\n" : "database unreachable: " + h.error + "\n";
       } else if (path == "/metrics") {
-        auto snap = store->Snapshot();
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        if (snap.ok()) {
-          r.body = RenderPrometheus(ServerMetrics(*snap, dispatcher->leader()));
+        if (h.snapshot) {
+          r.body = RenderPrometheus(ServerMetrics(*h.snapshot, dispatcher->leader()));
         } else {
           r.status = 503;
           r.body = RenderPrometheus(

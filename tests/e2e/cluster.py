@@ -82,6 +82,18 @@ class Cluster:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
+    def metrics_with(self, text, timeout=15):
+        """/metrics once it contains `text`: the server answers from a snapshot of the database
+        that its health probe refreshes every 2 s, so a change shows within a few seconds."""
+        body = ""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, body = self.http_get("/metrics")
+            if status == 200 and text in body:
+                return body
+            time.sleep(0.25)
+        raise AssertionError(f"/metrics did not show {text!r} within {timeout}s:\n{body}")
+
     def runs_dir(self, agent):
         return os.path.join(self.dir, "runs", agent)
 

@@ -67,10 +67,8 @@ class RegressE2E(unittest.TestCase):
         self.assertEqual(log[0]["first_bad_run"], first_slow)
         self.assertEqual(log[0]["decision"], "regressed")
         self.assertIn("regressed", c.cli("log").stdout)
-        status, metrics = c.http_get("/metrics")
-        self.assertEqual(status, 200)
-        self.assertIn('tunectl_regression_alerts{kind="change_point",metric="samples_per_s",'
-                      'workload="demo"} 1\n', metrics)
+        metrics = c.metrics_with('tunectl_regression_alerts{kind="change_point",'
+                                 'metric="samples_per_s",workload="demo"} 1\n')
         self.assertIn("tunectl_scheduler_leader 1\n", metrics)
         self.assertEqual(c.http_get("/healthz"), (200, "ok\n"))
         self.assertEqual(c.http_get("/nope")[0], 404)
@@ -104,9 +102,8 @@ class RegressE2E(unittest.TestCase):
         self.assertNotIn(run, [p["run_id"] for p in r["series"]])
         log = [e for e in c.json("log") if e.get("detector") == "stability"]
         self.assertEqual([e["first_bad_run"] for e in log], [run])
-        _, metrics = c.http_get("/metrics")
-        self.assertIn('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
-                      'workload="demo"} 1\n', metrics)
+        c.metrics_with('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
+                       'workload="demo"} 1\n')
         # The node is fixed: resolving the regression stops its alert and is logged.
         rid = [g["id"] for g in r["regressions"] if g["kind"] == "stability"][0]
         p = c.cli("regress", "resolve", str(rid), check=False)
@@ -114,9 +111,8 @@ class RegressE2E(unittest.TestCase):
         self.assertIn("--reason", p.stderr)  # what fixed it is required
         out = c.cli("regress", "resolve", str(rid), "--reason", "slowdown file reset").stdout
         self.assertIn("resolved: slowdown file reset", out)
-        _, metrics = c.http_get("/metrics")
-        self.assertIn('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
-                      'workload="demo"} 0\n', metrics)
+        c.metrics_with('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
+                       'workload="demo"} 0\n')
         self.assertEqual([e["reason"] for e in c.json("log") if e["kind"] == "resolved"],
                          ["slowdown file reset"])
 
