@@ -130,9 +130,13 @@ class BaselineE2E(unittest.TestCase):
         text = demo_variant("steps:           {type: int, default: 60",
                             "steps:           {type: int, default: 200", text)
         c.cli("workload", "apply", "-f", c.write("ckpt.yaml", text))
-        b = json.loads(c.cli("baseline", "create", "--workload", "demo-ckpt", "--repeats", "1",
-                             "--wait", "-o", "json").stdout)
-        run = c.json("run", "list", "--baseline", str(b["id"]))[0]
+        # what is checked is the marks, not the steady state: a loaded machine may leave the run
+        # without one (the baseline then rightly fails), so wait for the run, not the baseline
+        bid = int(c.cli("baseline", "create", "--workload", "demo-ckpt", "--repeats", "1").stdout)
+        c.wait_for(lambda: c.json("run", "list", "--baseline", str(bid))[0]["state"]
+                   in ("succeeded", "failed"), timeout=180, what="the checkpointing run to end")
+        run = c.json("run", "list", "--baseline", str(bid))[0]
+        self.assertEqual(run["state"], "succeeded", run)
         log = os.path.join(c.runs_dir(run["agent"]), f"{run['id']}-{run['attempt']}", "output.log")
         with open(log) as f:
             self.assertEqual(f.read().count("saving checkpoint at step"), 2)  # steps 80 and 160
@@ -140,7 +144,7 @@ class BaselineE2E(unittest.TestCase):
         self.assertEqual(set(m), {"samples_per_s", "step_time_ms", "loss"})  # a mark, no metric
         for name in m:
             self.assertIn("2 sample(s) at skipped steps", m[name]["warnings"])
-        self.assert_no_loss_no_duplicates(b["id"])  # the marks are stored like samples
+        self.assert_no_loss_no_duplicates(bid)  # the marks are stored like samples
 
     def test_4_selector_no_agent_matches_runs_wait_and_say_why(self):
         c = self.c
