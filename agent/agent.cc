@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@ namespace tunectl {
 #ifndef TUNECTL_VERSION
 #define TUNECTL_VERSION "0.1.0"
 #endif
+
+using Steady = std::chrono::steady_clock;
 
 class Agent::Stream {
  public:
@@ -78,6 +81,9 @@ void Agent::Stop() {
 }
 
 void Agent::Run() {
+  CheckNode();  // Hello already says whether the node can take work
+  std::thread probe([this] { ProbeLoop(); });
+  std::thread sender([this] { SenderLoop(); });
   std::thread hb([this] { HeartbeatLoop(); });
   int backoff = opts_.backoff_initial_ms;
   while (!stop_) {
@@ -92,13 +98,20 @@ void Agent::Run() {
     cv_.notify_all();
   }
   hb.join();
+  sender.join();
+  probe.join();
 }
 
 bool Agent::Session() {
-  auto channel = grpc::CreateChannel(opts_.server, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, opts_.keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  auto channel = grpc::CreateCustomChannel(opts_.server, grpc::InsecureChannelCredentials(), args);
   auto stub = v1::AgentService::NewStub(channel);
-  Stream s;
-  s.rw = stub->Session(&s.ctx);
+  auto s = std::make_shared<Stream>();
+  s->rw = stub->Session(&s->ctx);
   {
     std::lock_guard<std::mutex> g(mu_);
     v1::AgentMessage hello;
@@ -107,7 +120,8 @@ bool Agent::Session() {
     for (const auto& [k, v] : opts_.labels) (*h->mutable_labels())[k] = v;
     h->set_slots(opts_.slots);
     h->set_version(TUNECTL_VERSION);
-    h->set_busy(Busy());
+    h->set_busy(busy_);
+    h->set_unhealthy(unhealthy_);
     h->set_instance(instance_);
     h->set_host(host_);
     for (const auto& [id, r] : runs_) {
@@ -115,42 +129,65 @@ bool Agent::Session() {
       ref->set_run_id(id);
       ref->set_attempt(r.attempt);
     }
-    if (!s.rw->Write(hello)) {
-      auto st = s.rw->Finish();
-      log_(LogLevel::kWarn, "cannot reach server " + opts_.server + ": " + st.error_message());
+    if (stop_ || !s->rw->Write(hello)) {
+      s->ctx.TryCancel();
+      auto st = s->rw->Finish();
+      if (!stop_)
+        log_(LogLevel::kWarn, "cannot reach server " + opts_.server + ": " + st.error_message());
       return false;
     }
-    for (const auto& p : outbox_)
-      if (!s.rw->Write(p.msg)) break;
-    stream_ = &s;
+    // Everything unacked goes out again on this stream, in order, from the sender thread.
+    stream_ = s;
+    ++generation_;
+    unsent_ = 0;
+    control_.clear();
+    cv_.notify_all();
   }
   bool welcomed = false;
   v1::ServerMessage in;
-  while (s.rw->Read(&in)) {
+  while (s->rw->Read(&in)) {
     switch (in.msg_case()) {
       case v1::ServerMessage::kWelcome: {
         welcomed = true;
-        std::lock_guard<std::mutex> g(mu_);
-        if (!cleaned_up_) StopEarlierLifesJobs();
-        cleaned_up_ = true;
-        if (in.welcome().heartbeat_interval_ms() > 0)
-          heartbeat_ms_ = in.welcome().heartbeat_interval_ms();
-        log_(LogLevel::kInfo, "connected to " + opts_.server + " as " + opts_.name + " (" +
-                                  std::to_string(outbox_.size()) + " unacked messages resent)");
+        std::vector<std::pair<int64_t, int>> stop;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          if (!cleaned_up_) StopEarlierLifesJobs();
+          cleaned_up_ = true;
+          if (in.welcome().heartbeat_interval_ms() > 0)
+            heartbeat_ms_ = in.welcome().heartbeat_interval_ms();
+          log_(LogLevel::kInfo, "connected to " + opts_.server + " as " + opts_.name + " (" +
+                                    std::to_string(outbox_.size()) + " unacked messages resent)");
+        }
+        for (const auto& r : in.welcome().cancel_runs()) {
+          log_(LogLevel::kWarn, "run " + std::to_string(r.run_id()) + " attempt " +
+                                    std::to_string(r.attempt()) +
+                                    ": the server gave up on it while this agent was away; "
+                                    "stopping it");
+          CancelRun(r.run_id(), r.attempt());
+        }
         break;
       }
       case v1::ServerMessage::kAssign: StartRun(in.assign()); break;
-      case v1::ServerMessage::kCancel: CancelRun(in.cancel()); break;
+      case v1::ServerMessage::kCancel:
+        CancelRun(in.cancel().run_id(), in.cancel().attempt());
+        break;
       case v1::ServerMessage::kAck: OnAck(in.ack()); break;
       default: break;
     }
     ReapFinished();
   }
   {
-    std::lock_guard<std::mutex> g(mu_);
-    stream_ = nullptr;
+    // The sender may be inside a Write on this stream: a finished call fails it at once; one
+    // blocked on a dead peer is cancelled (which would hide the server's status, so only then).
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, std::chrono::seconds(2), [&] { return !sender_writing_; })) {
+      s->ctx.TryCancel();
+      cv_.wait(l, [&] { return !sender_writing_; });
+    }
+    stream_.reset();
   }
-  grpc::Status st = s.rw->Finish();
+  grpc::Status st = s->rw->Finish();
   if (!stop_ && st.error_code() == grpc::StatusCode::ALREADY_EXISTS)
     log_(LogLevel::kError,
          "server " + opts_.server + " refused this agent: " + st.error_message() + "; retrying");
@@ -161,9 +198,56 @@ bool Agent::Session() {
   return welcomed;
 }
 
-void Agent::Send(const v1::AgentMessage& m) {
+void Agent::SenderLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l,
+             [&] { return stop_ || (stream_ && (!control_.empty() || unsent_ < outbox_.size())); });
+    if (stop_) return;
+    auto s = stream_;
+    const uint64_t gen = generation_;
+    v1::AgentMessage m;
+    if (!control_.empty()) {
+      m = std::move(control_.front());
+      control_.pop_front();
+    } else {
+      const Pending& p = outbox_[unsent_++];
+      if (p.on_disk_only) {
+        auto bytes = ReadFile(SpoolPath(p));
+        if (!bytes.ok() || !m.ParseFromString(*bytes)) {
+          log_(LogLevel::kWarn, "spool: cannot read " + SpoolPath(p) + "; message skipped");
+          continue;
+        }
+      } else {
+        m = p.msg;
+      }
+    }
+    sender_writing_ = true;
+    l.unlock();
+    const bool ok = s->rw->Write(m);  // may block on flow control: only this thread waits
+    l.lock();
+    sender_writing_ = false;
+    cv_.notify_all();
+    if (!ok && stream_ == s && generation_ == gen) {
+      // The stream broke; the reader ends the session and a new one resends everything.
+      s->ctx.TryCancel();
+      cv_.wait(l, [&] { return stop_ || stream_ != s; });
+    }
+  }
+}
+
+void Agent::SendBestEffort(v1::AgentMessage m) {
   std::lock_guard<std::mutex> g(mu_);
-  if (stream_) stream_->rw->Write(m);
+  if (!stream_) return;
+  if (m.has_heartbeat()) {  // one pending heartbeat is enough
+    for (auto& c : control_)
+      if (c.has_heartbeat()) {
+        c = std::move(m);
+        return;
+      }
+  }
+  control_.push_back(std::move(m));
+  cv_.notify_all();
 }
 
 std::string Agent::SpoolPath(const Pending& p) const {
@@ -195,12 +279,20 @@ void Agent::LoadSpool() {
       p.run_id = p.msg.run_finished().run_id();
       p.attempt = p.msg.run_finished().attempt();
       p.seq = p.msg.run_finished().seq();
+      p.is_finish = true;
       // Reported as active in Hello, so the server waits for this result instead of requeueing.
       Active r;
       r.attempt = p.attempt;
       runs_.emplace(p.run_id, std::move(r));
     } else {
       continue;
+    }
+    p.bytes = static_cast<int64_t>(bytes->size());
+    if (outbox_memory_ + p.bytes > opts_.outbox_memory_bytes) {
+      p.msg.Clear();
+      p.on_disk_only = true;
+    } else {
+      outbox_memory_ += p.bytes;
     }
     outbox_.push_back(std::move(p));
   }
@@ -213,28 +305,39 @@ void Agent::LoadSpool() {
 }
 
 void Agent::SendReliable(Pending p) {
-  std::lock_guard<std::mutex> g(mu_);
-  if (!opts_.spool_dir.empty()) {
-    if (auto st = WriteFileAtomic(SpoolPath(p), p.msg.SerializeAsString()); !st.ok())
+  const std::string bytes = p.msg.SerializeAsString();
+  p.bytes = static_cast<int64_t>(bytes.size());
+  bool spooled = false;
+  if (!opts_.spool_dir.empty()) {  // outside the lock: the sender and the reader go on meanwhile
+    if (auto st = WriteFileAtomic(SpoolPath(p), bytes); !st.ok())
       log_(LogLevel::kWarn, "spool: " + st.message() + "; this message is kept in memory only");
+    else
+      spooled = true;
   }
-  if (stream_) stream_->rw->Write(p.msg);
+  std::lock_guard<std::mutex> g(mu_);
+  if (spooled && outbox_memory_ + p.bytes > opts_.outbox_memory_bytes) {
+    p.msg.Clear();  // under pressure the spool holds it; memory stays bounded
+    p.on_disk_only = true;
+  } else {
+    outbox_memory_ += p.bytes;
+  }
   outbox_.push_back(std::move(p));
+  cv_.notify_all();
 }
 
 void Agent::OnAck(const v1::Ack& a) {
   std::lock_guard<std::mutex> g(mu_);
-  for (auto it = outbox_.begin(); it != outbox_.end(); ++it) {
-    if (it->run_id == a.run_id() && it->attempt == a.attempt() && it->seq == a.seq()) {
-      const bool finished = it->msg.has_run_finished();
-      if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(*it));
-      outbox_.erase(it);
-      if (finished) {
-        auto r = runs_.find(a.run_id());
-        if (r != runs_.end() && r->second.attempt == a.attempt()) r->second.done = true;
-      }
-      break;
-    }
+  for (size_t i = 0; i < outbox_.size(); ++i) {
+    Pending& p = outbox_[i];
+    if (p.run_id != a.run_id() || p.attempt != a.attempt() || p.seq != a.seq()) continue;
+    const bool finished = p.is_finish;
+    if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(p));
+    if (!p.on_disk_only) outbox_memory_ -= p.bytes;
+    outbox_.erase(outbox_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i < unsent_) --unsent_;
+    auto r = runs_.find(a.run_id());
+    if (finished && r != runs_.end() && r->second.attempt == a.attempt()) r->second.done = true;
+    break;
   }
 }
 
@@ -294,19 +397,68 @@ void Agent::StartRun(const v1::Assign& a) {
   runs_.emplace(a.run_id(), std::move(r));
 }
 
-void Agent::CancelRun(const v1::Cancel& c) {
+void Agent::CancelRun(int64_t run_id, int attempt) {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = runs_.find(c.run_id());
-  if (it != runs_.end() && it->second.attempt == c.attempt() && it->second.cancel) {
+  auto it = runs_.find(run_id);
+  if (it != runs_.end() && it->second.attempt == attempt && it->second.cancel) {
     it->second.server_cancelled = true;
     it->second.cancel->store(true);
   }
 }
 
-bool Agent::Busy() {
-  if (opts_.idle_probe.empty()) return false;
-  auto r = RunCommand(*launcher_, {{"sh", "-c", opts_.idle_probe}, {}, opts_.executor.workdir});
-  return !r.ok() || !r->status.ok();
+void Agent::CheckNode() {
+  bool busy = false;
+  if (!opts_.idle_probe.empty()) {
+    auto r = RunCommand(*launcher_, {{"sh", "-c", opts_.idle_probe}, {}, opts_.executor.workdir},
+                        std::chrono::milliseconds(opts_.idle_probe_timeout_ms), &stop_);
+    busy = !r.ok() || !r->status.ok();
+    if (r.ok() && r->timed_out && !stop_)
+      log_(LogLevel::kWarn, "idle probe did not finish within " +
+                                std::to_string(opts_.idle_probe_timeout_ms / 1000) +
+                                " s; killed, and the node counts as busy");
+  }
+  // Can this node run a job at all? Its runs directory must take a file, with room to spare.
+  std::string unhealthy;
+  const std::string dir = opts_.executor.runs_dir;
+  if (!dir.empty()) {
+    const std::string probe = dir + "/.health-" + std::to_string(getpid());
+    if (auto st = MakeDirs(dir); !st.ok()) {
+      unhealthy = "runs directory " + dir + ": " + st.message();
+    } else if (auto w = WriteFileAtomic(probe, "ok\n"); !w.ok()) {
+      unhealthy = "runs directory " + dir + " is not writable: " + w.message();
+    } else {
+      std::filesystem::remove(probe);
+      struct statvfs fs {};
+      if (statvfs(dir.c_str(), &fs) == 0) {
+        const int64_t free = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+        if (free < opts_.min_free_disk_bytes)
+          unhealthy =
+              "disk nearly full under " + dir + ": " + std::to_string(free >> 20) + " MiB free";
+      }
+    }
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  if (unhealthy.empty() && !infra_failure_.empty() && Steady::now() < infra_failure_until_)
+    unhealthy = infra_failure_;
+  if (unhealthy != unhealthy_)
+    log_(
+        unhealthy.empty() ? LogLevel::kInfo : LogLevel::kWarn,
+        unhealthy.empty() ? "the node is healthy again" : "the node cannot run jobs: " + unhealthy);
+  busy_ = busy;
+  unhealthy_ = unhealthy;
+}
+
+void Agent::ProbeLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    cv_.wait_for(l, std::chrono::milliseconds(heartbeat_ms_),
+                 [&] { return stop_.load() || check_now_; });
+    if (stop_) return;
+    check_now_ = false;
+    l.unlock();
+    CheckNode();  // may take up to the probe's timeout: its own thread
+    l.lock();
+  }
 }
 
 void Agent::HeartbeatLoop() {
@@ -314,27 +466,26 @@ void Agent::HeartbeatLoop() {
   while (!stop_) {
     cv_.wait_for(l, std::chrono::milliseconds(heartbeat_ms_), [&] { return stop_.load(); });
     if (stop_ || !stream_) continue;
-    l.unlock();
-    const bool busy = Busy();  // may take a moment: not under the lock
-    l.lock();
-    if (stop_ || !stream_) continue;
     v1::AgentMessage m;
-    m.mutable_heartbeat()->set_busy(busy);
+    m.mutable_heartbeat()->set_busy(busy_);
+    m.mutable_heartbeat()->set_unhealthy(unhealthy_);
     int running = 0;
     for (const auto& [_, r] : runs_) running += r.done ? 0 : 1;
     m.mutable_heartbeat()->set_running(running);
-    stream_->rw->Write(m);
+    l.unlock();
+    SendBestEffort(std::move(m));
+    l.lock();
   }
 }
 
 void Agent::OnStarted(const v1::RunStarted& m) {
   v1::AgentMessage msg;
   *msg.mutable_run_started() = m;
-  Send(msg);
+  SendBestEffort(std::move(msg));
 }
 
 void Agent::OnBatch(const v1::MetricBatch& m) {
-  Pending p{m.run_id(), m.attempt(), m.seq(), {}};
+  Pending p{m.run_id(), m.attempt(), m.seq(), {}, false, 0, false};
   *p.msg.mutable_metric_batch() = m;
   SendReliable(std::move(p));
 }
@@ -345,6 +496,15 @@ void Agent::OnFinished(const v1::RunFinished& m) {
                                         : "exit " + std::to_string(m.exit_code())) +
                             (m.reason().empty() ? "" : " (" + m.reason() + ")") + ", " +
                             std::to_string(m.batches()) + " batches");
+  if (m.infra_failure()) {
+    // This node could not run it: no new work here for a while, whatever the next check says.
+    std::lock_guard<std::mutex> g(mu_);
+    infra_failure_ = "run " + std::to_string(m.run_id()) + " could not run here: " + m.reason();
+    infra_failure_until_ = Steady::now() + std::chrono::seconds(60);
+    unhealthy_ = infra_failure_;
+    check_now_ = true;
+    cv_.notify_all();
+  }
   if (shutting_down_) {
     std::lock_guard<std::mutex> g(mu_);
     auto it = runs_.find(m.run_id());
@@ -352,18 +512,21 @@ void Agent::OnFinished(const v1::RunFinished& m) {
     if (m.reason() == "cancelled" && !asked) {
       // Killed by this agent's own shutdown: not a result. Drop what is spooled for it; the
       // server requeues the run when it learns the agent no longer runs it.
-      for (auto o = outbox_.begin(); o != outbox_.end();) {
-        if (o->run_id == m.run_id() && o->attempt == m.attempt()) {
-          if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(*o));
-          o = outbox_.erase(o);
+      for (size_t i = 0; i < outbox_.size();) {
+        Pending& o = outbox_[i];
+        if (o.run_id == m.run_id() && o.attempt == m.attempt()) {
+          if (!opts_.spool_dir.empty()) std::filesystem::remove(SpoolPath(o));
+          if (!o.on_disk_only) outbox_memory_ -= o.bytes;
+          outbox_.erase(outbox_.begin() + static_cast<std::ptrdiff_t>(i));
+          if (i < unsent_) --unsent_;
         } else {
-          ++o;
+          ++i;
         }
       }
       return;
     }
   }
-  Pending p{m.run_id(), m.attempt(), m.seq(), {}};
+  Pending p{m.run_id(), m.attempt(), m.seq(), {}, false, 0, true};
   *p.msg.mutable_run_finished() = m;
   SendReliable(std::move(p));
 }

@@ -51,13 +51,18 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
 
   const std::string run_dir =
       opts_.runs_dir + "/" + std::to_string(a.run_id()) + "-" + std::to_string(a.attempt());
-  if (auto s = MakeDirs(run_dir); !s.ok()) return finish("launch_failed: " + s.message(), 127);
+  // The node's own failures (no run directory, no room for the generated files or the output)
+  // are not the job's: the server retries the run on another node.
+  auto node_failed = [&](const std::string& why) {
+    fin.set_infra_failure(true);
+    finish("launch_failed: " + why, 127);
+  };
+  if (auto s = MakeDirs(run_dir); !s.ok()) return node_failed(s.message());
   for (const auto& f : a.files()) {
     const std::string path = run_dir + "/" + f.path();
     if (auto s = MakeDirs(std::filesystem::path(path).parent_path().string()); !s.ok())
-      return finish("launch_failed: " + s.message(), 127);
-    if (auto s = WriteFileAtomic(path, f.content()); !s.ok())
-      return finish("launch_failed: " + s.message(), 127);
+      return node_failed(s.message());
+    if (auto s = WriteFileAtomic(path, f.content()); !s.ok()) return node_failed(s.message());
   }
   std::vector<MetricRule> rules;
   for (const auto& m : a.metrics()) rules.push_back({m.name(), m.pattern(), m.json_key()});
@@ -80,6 +85,8 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   if (a.duration_ms() > 0)  // a stability run: the job may stop itself at this age
     spec.env_overrides["TUNECTL_DURATION_S"] = std::to_string(a.duration_ms() / 1000);
   spec.cwd = opts_.workdir;
+  std::ofstream log(run_dir + "/output.log", std::ios::trunc);
+  if (!log) return node_failed("cannot create " + run_dir + "/output.log");  // nothing ran yet
   auto proc = launcher_->Start(spec);
   if (!proc.ok()) return finish("launch_failed: " + proc.status().message(), 127);
   Process& p = **proc;
@@ -90,7 +97,6 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   started.set_pid(p.pid());
   sink.OnStarted(started);
 
-  std::ofstream log(run_dir + "/output.log", std::ios::trunc);
   std::deque<std::string> stderr_tail;
   std::vector<ExtractedSample> found;
   v1::MetricBatch batch;
@@ -175,8 +181,10 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   flush();
   log.flush();
   // A log that could not be written (a full disk) is the run's error, not a silent truncation.
-  if (!log && reason.empty())
+  if (!log && reason.empty()) {
     reason = "output_failed: cannot write " + run_dir + "/output.log (disk full?)";
+    fin.set_infra_failure(true);
+  }
   fin.set_signal(st.signal);
   fin.set_lines(lines);
   fin.set_stderr_tail(Tail(stderr_tail));

@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
   app.add_option("--idle-probe", opts.idle_probe,
                  "shell command that exits 0 when the node is free of production work; while it "
                  "fails, no runs start here");
+  app.add_option("--idle-probe-timeout", opts.idle_probe_timeout_ms,
+                 "milliseconds the idle probe may run; a probe still running then is killed and "
+                 "the node counts as busy")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
   std::string spool = "default";
   app.add_option("--spool-dir", spool,
                  "unacked results are kept here until the server acks them, across agent "

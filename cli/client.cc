@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <random>
+
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
@@ -149,10 +151,19 @@ class GrpcClient : public Client {
 
  private:
   template <typename Resp, typename Req, typename Method>
-  Result<Resp> Call(Method m, const Req& req) {
+  Result<Resp> Call(Method m, const Req& in) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     ctx.AddMetadata("tunectl-actor", actor_);
+    Req req = in;
+    std::string retry_hint;  // a create that timed out may still complete: how to retry safely
+    if constexpr (requires { req.request_id(); }) {
+      if (req.request_id().empty()) req.set_request_id(NewRequestId());
+      retry_hint =
+          "; it may still complete: to retry it without creating twice, run the same "
+          "command with --request-id " +
+          req.request_id();
+    }
     Resp resp;
     grpc::Status st = (stub_.get()->*m)(&ctx, req, &resp);
     if (st.ok()) return resp;
@@ -169,9 +180,10 @@ class GrpcClient : public Client {
                                      "; it reconnects by itself: retry once PostgreSQL is back");
         return Status::Unavailable("cannot reach tunectl-server at " + server_ + " (" +
                                    st.error_message() +
-                                   "); is it running? set --server or TUNECTL_SERVER");
+                                   "); is it running? set --server or TUNECTL_SERVER" + retry_hint);
       case grpc::StatusCode::DEADLINE_EXCEEDED:
-        return Status::Unavailable("tunectl-server at " + server_ + " did not answer in 30s");
+        return Status::Unavailable("tunectl-server at " + server_ + " did not answer in 30s" +
+                                   retry_hint);
       default: return Status::Internal(st.error_message());
     }
   }
@@ -182,6 +194,14 @@ class GrpcClient : public Client {
 };
 
 }  // namespace
+
+std::string NewRequestId() {
+  static const char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 24; ++i) id += kHex[rd() % 16];
+  return id;
+}
 
 std::unique_ptr<Client> Client::Connect(const std::string& server, const std::string& actor) {
   return std::make_unique<GrpcClient>(server, actor);

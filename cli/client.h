@@ -10,6 +10,9 @@
 
 namespace tunectl {
 
+// A fresh key for a create request (24 hex digits); the server stores what it created under it.
+std::string NewRequestId();
+
 class Client {
  public:
   // `actor` is recorded in the audit log for changes made through this client.

@@ -146,6 +146,7 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   v1::CreateBaselineRequest req;
   req.set_workload(o.workload);
   req.set_repeats(o.repeats);
+  req.set_request_id(o.request_id);
   auto b = c.CreateBaseline(req);
   if (!b.ok()) return Fail(err, b.status());
   err << "baseline " << b->id() << " created: " << b->workload() << " config v"
@@ -244,6 +245,7 @@ int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ost
   req.set_expect(o.expect);
   req.set_evidence(o.evidence);
   req.set_statement(o.statement);
+  req.set_request_id(o.request_id);
   auto h = c.CreateHypothesis(req);
   if (!h.ok()) return Fail(err, h.status());
   if (o.output == "json") {
@@ -278,6 +280,7 @@ int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
   for (const auto& v : o.vary) req.add_vary(v);
   req.set_hypothesis_id(o.hypothesis);
   req.set_repeats(o.repeats);
+  req.set_request_id(o.request_id);
   auto e = c.RunExperiment(req);
   if (!e.ok()) return Fail(err, e.status());
   err << "experiment " << e->id() << " started: " << e->workload() << " "
@@ -422,6 +425,7 @@ int BatchCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   req.set_schedule(o.schedule);
   req.set_repeats(o.repeats);
   req.set_correction(o.correction);
+  req.set_request_id(o.request_id);
   auto b = c.CreateBatch(req);
   if (!b.ok()) return Fail(err, b.status());
   err << "batch " << b->id() << " created: " << b->experiments_size()
@@ -460,6 +464,7 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   req.set_workload(o.workload);
   req.set_duration(o.duration);
   req.set_schedule(o.schedule);
+  req.set_request_id(o.request_id);
   auto s = c.RegressRun(req);
   if (!s.ok()) return Fail(err, s.status());
   err << "stability run " << s->run_id() << " of config v" << s->config_version()

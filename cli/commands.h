@@ -39,6 +39,7 @@ struct CliOptions {
   std::string on_window_end;        // schedule create --on-window-end finish|requeue
   std::string schedule;             // batch create --schedule
   std::string correction = "holm";  // batch create --correction holm|bh
+  std::string request_id;           // --request-id on creates ("" = a new key per command)
 };
 
 using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,

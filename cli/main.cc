@@ -34,6 +34,13 @@ int main(int argc, char** argv) {
     }
     sub->add_option("-o,--output", o.output, "output format: table, json or csv")
         ->capture_default_str();
+    const bool creates = (n == "baseline" && v == "create") || (n == "experiment" && v == "run") ||
+                         (n == "batch" && v == "create") || (n == "hypothesis" && v == "create") ||
+                         (n == "regress" && v == "run");
+    if (creates)
+      sub->add_option("--request-id", o.request_id,
+                      "retry a request that timed out without creating twice: the key its error "
+                      "message named (default: a new one)");
     if (n == "workload" && v == "apply")
       sub->add_option("-f,--file", o.file, "workload file (YAML or JSON; - for stdin)")->required();
     if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||

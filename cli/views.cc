@@ -254,6 +254,7 @@ ojson AgentJson(const v1::Agent& a) {
   j["running"] = a.running();
   j["connected"] = a.connected();
   j["busy"] = a.busy();
+  j["unhealthy"] = a.unhealthy();
   j["last_seen"] = a.last_seen();
   j["version"] = a.version();
   return j;
@@ -263,9 +264,10 @@ Table AgentsTable(const v1::ListAgentsResponse& r) {
   Table t{{"name", "status", "slots", "running", "labels", "last seen", "version"}, {}};
   for (const auto& a : r.agents())
     t.rows.push_back({a.name(),
-                      !a.connected() ? "disconnected"
-                      : a.busy()     ? "busy (idle probe)"
-                                     : "connected",
+                      !a.connected()           ? "disconnected"
+                      : !a.unhealthy().empty() ? "unhealthy: " + a.unhealthy()
+                      : a.busy()               ? "busy (idle probe)"
+                                               : "connected",
                       std::to_string(a.slots()), std::to_string(a.running()),
                       FormatParams(a.labels()), a.last_seen(), a.version()});
   return t;

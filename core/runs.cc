@@ -16,6 +16,11 @@ RunOutcome DecideRunOutcome(const RunReport& r) {
     o.reason = "stopped at the end of its window; runs again in the next one";
     return o;
   }
+  if (r.infra_failure && r.reason != "cancelled") {
+    o.retry = true;
+    o.reason = "its node could not run it (" + r.reason + "); retried on another node";
+    return o;
+  }
   if (r.duration_reached) {
     o.state = RunState::kSucceeded;  // a stability run stopped at its requested duration
   } else if (r.reason == "cancelled") {

@@ -26,10 +26,12 @@ struct RunReport {
   int64_t batches_stored = 0;     // metric batches the server stored for the attempt
   bool window_cancel = false;     // the server stopped it at the end of its window (requeue)
   std::string stderr_tail;        // the job's last stderr lines (the crash's cause is there)
+  bool infra_failure = false;     // the node could not run the job (run dir, disk): not its fault
 };
 
 struct RunOutcome {
   bool requeue = false;  // stopped at the end of its window: queue again, not finished
+  bool retry = false;    // the node failed it: a new attempt elsewhere (counts against attempts)
   RunState state = RunState::kSucceeded;
   std::string reason;  // why it failed / what is off; "" for a clean success
   std::string cause;   // a failed run's cause key (see FailureCause); "" otherwise

@@ -4,18 +4,17 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
-#include <thread>
 
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
+#include "server/health.h"
 #include "server/http/http_server.h"
 #include "server/http/metrics.h"
 #include "server/store/embedded_pg.h"
 #include "server/store/leader.h"
+#include "server/store/listener.h"
 #include "server/store/migrations.h"
 #include "server/store/pool.h"
 #include "server/store/store.h"
@@ -24,70 +23,6 @@
 
 namespace tunectl {
 namespace {
-
-// The database's health, probed on its own thread every `interval`; /healthz and /metrics read
-// only this, so a frozen database makes them answer 503 at once instead of hanging with it.
-class HealthProbe {
- public:
-  HealthProbe(Store* store, std::chrono::milliseconds interval)
-      : store_(store), interval_(interval), thread_([this] { Loop(); }) {}
-  ~HealthProbe() {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  struct View {
-    bool fresh = false;  // the last probe succeeded within 3 intervals
-    std::string error;   // why not
-    std::optional<StoreSnapshot> snapshot;
-  };
-  View Get() const {
-    std::lock_guard<std::mutex> g(mu_);
-    View v;
-    const auto age = std::chrono::steady_clock::now() - last_ok_;
-    v.fresh = ok_once_ && error_.empty() && age < 3 * interval_;
-    v.error =
-        !error_.empty() ? error_
-        : !ok_once_
-            ? std::string("no answer from the database yet")
-            : "the database has not answered for " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(age).count()) +
-                  "s";
-    if (v.fresh) v.snapshot = snapshot_;
-    return v;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_) {
-      l.unlock();
-      auto snap = store_->Snapshot();  // may block while the database is frozen: only here
-      l.lock();
-      if (snap.ok()) {
-        snapshot_ = *snap;
-        error_.clear();
-        ok_once_ = true;
-        last_ok_ = std::chrono::steady_clock::now();
-      } else {
-        error_ = snap.status().message();
-      }
-      cv_.wait_for(l, interval_, [&] { return stop_; });
-    }
-  }
-  Store* store_;
-  const std::chrono::milliseconds interval_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false, ok_once_ = false;
-  std::string error_;
-  std::chrono::steady_clock::time_point last_ok_;
-  StoreSnapshot snapshot_;
-  std::thread thread_;  // last: starts after everything it uses
-};
 
 class ServerImpl : public Server {
  public:
@@ -108,11 +43,12 @@ class ServerImpl : public Server {
     Shutdown();
     grpc_.reset();
     http_.reset();
-    health_.reset();
+    listener_.reset();
     tuning_.reset();
     agents_.reset();
     dispatcher_.reset();
     leader_.reset();
+    health_.reset();
     store_.reset();
     pool_.reset();
     if (pg_) {
@@ -131,6 +67,7 @@ class ServerImpl : public Server {
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<HealthProbe> health_;
+  std::unique_ptr<DispatchListener> listener_;
   std::unique_ptr<HttpServer> http_;
   LogFn log_;
   int port_ = 0;
@@ -173,10 +110,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     log(LogLevel::kWarn, "clock offset " + std::to_string(opts.clock_offset_ms / 1000) +
                              " s: every decision, record and window uses the shifted time");
   s->store_ = std::make_unique<Store>(s->pool_.get(), s->clock_.get());
+  // Requests fail fast with "database unavailable" while the database does not answer.
+  auto probe = HealthProbe::Start(dsn, s->clock_.get(), s->pool_.get());
+  if (!probe.ok()) return probe.status();
+  s->health_ = std::move(*probe);
 
   DispatcherOptions dopts;
   dopts.interval_ms = opts.dispatch_interval_ms;
   dopts.agent_timeout_s = opts.agent_timeout_s;
+  dopts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
   dopts.clock = s->clock_.get();
   s->leader_ = std::make_unique<LeaderLock>(dsn);
   dopts.try_lead = [lock = s->leader_.get()] { return lock->Check(); };
@@ -197,20 +139,26 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   b.RegisterService(s->tuning_.get());
   b.RegisterService(s->agents_.get());
   b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 4);
+  // Keepalive: a node that vanished without closing TCP (a half-open connection) is found within
+  // about 15 s, and agents may ping every 5 s without being told off.
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   s->grpc_ = b.BuildAndStart();
   if (!s->grpc_ || s->port_ == 0)
     return Status::Unavailable("cannot listen on " + opts.listen +
                                " (address in use or invalid); pass --listen HOST:PORT");
   if (!opts.http.empty()) {
-    s->health_ = std::make_unique<HealthProbe>(s->store_.get(), std::chrono::milliseconds(2000));
     HealthProbe* health = s->health_.get();
     Dispatcher* dispatcher = s->dispatcher_.get();
     auto http = HttpServer::Start(opts.http, [health, dispatcher](const std::string& path) {
       HttpResponse r;
       const HealthProbe::View h = health->Get();  // memory only: answers within a bound
       if (path == "/healthz") {
-        r.status = h.fresh ? 200 : 503;
-        r.body = h.fresh ? "ok\n" : "database unreachable: " + h.error + "\n";
+        r.status = h.healthy ? 200 : 503;
+        r.body = h.healthy ? "ok\n" : "database unreachable: " + h.error + "\n";
       } else if (path == "/metrics") {
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         if (h.snapshot) {
@@ -235,6 +183,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     }
   }
   s->dispatcher_->Start();
+  Dispatcher* dispatcher = s->dispatcher_.get();
+  s->listener_ = std::make_unique<DispatchListener>(
+      s->pool_->dsn(), [dispatcher] { dispatcher->Notify(); },
+      [log](const std::string& m) { log(LogLevel::kWarn, m); });
   if (!opts.port_file.empty()) {
     if (auto st = WriteFileAtomic(opts.port_file, std::to_string(s->port_) + "\n"); !st.ok())
       return st;

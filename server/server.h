@@ -21,7 +21,7 @@ struct ServerOptions {
   std::string http_port_file;           // if set, the bound HTTP port is written here
   int heartbeat_interval_ms = 2000;
   int agent_timeout_s = 15;  // silent agents' runs are requeued after this
-  int dispatch_interval_ms = 500;
+  int dispatch_interval_ms = 1000;  // a dispatch pass at least this often (events wake it sooner)
   // Shifts the server's clock (every decision, record and schedule window) by this much; for
   // tests that need tomorrow night's window now. 0 in production.
   int64_t clock_offset_ms = 0;

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 extern char** environ;
 
@@ -221,14 +222,30 @@ int SignalProcessesWithEnv(const std::string& prefix, int sig) {
   return n;
 }
 
-Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec) {
+Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec,
+                                 std::chrono::milliseconds timeout, const std::atomic<bool>* stop) {
   auto p = launcher.Start(spec);
   if (!p.ok()) return p.status();
   CommandResult r;
-  while ((*p)->Poll(std::chrono::milliseconds(1000), [&](Stream, std::string_view line) {
-    r.output.append(line);
-    r.output.push_back('\n');
-  })) {
+  const auto deadline = timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout
+                                            : std::chrono::steady_clock::time_point::max();
+  auto on_line = [&](Stream, std::string_view line) {
+    if (r.output.size() < 65536) r.output.append(line).push_back('\n');
+  };
+  bool open = true;
+  for (;;) {
+    if (open)
+      open = (*p)->Poll(std::chrono::milliseconds(100), on_line);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!open && (*p)->TryWait()) break;
+    if (std::chrono::steady_clock::now() >= deadline || (stop && stop->load())) {
+      // The whole group: a shell and what it started.
+      (*p)->Signal(SIGKILL);
+      r.status = (*p)->Wait();
+      r.timed_out = true;
+      return r;
+    }
   }
   r.status = (*p)->Wait();
   return r;

@@ -3,6 +3,7 @@
 // the whole job tree); tests may substitute a recording fake. A Process is used by one thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -58,7 +59,8 @@ std::unique_ptr<ProcessLauncher> NewPosixProcessLauncher();
 
 struct CommandResult {
   ExitStatus status;
-  std::string output;  // stdout and stderr, interleaved by line
+  std::string output;      // stdout and stderr, interleaved by line (the first 64 KiB)
+  bool timed_out = false;  // killed (its whole process group) at the timeout or on `stop`
 };
 
 // Processes of this user whose environment holds an entry starting with `prefix` (e.g.
@@ -68,7 +70,10 @@ std::vector<int> ProcessesWithEnv(const std::string& prefix);
 // Sends `sig` to each of them; returns how many were signalled.
 int SignalProcessesWithEnv(const std::string& prefix, int sig);
 
-// Runs a command to completion, collecting its output.
-Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec);
+// Runs a command to completion, collecting its output. With a `timeout` (0 = none), or once
+// `*stop` is set, its process group is killed and the result says timed_out.
+Result<CommandResult> RunCommand(ProcessLauncher& launcher, const ProcessSpec& spec,
+                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                                 const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tunectl

@@ -1,4 +1,10 @@
+// AgentService.Session on gRPC's callback API (see services.h for the threading model).
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "core/text.h"
 #include "server/api/convert.h"
@@ -7,25 +13,49 @@
 namespace tunectl {
 namespace {
 
-class GrpcSession : public AgentSession {
+// A fixed set of threads running posted tasks in order. Stop() runs what is queued, then joins.
+class Workers {
  public:
-  explicit GrpcSession(grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* s)
-      : stream_(s) {}
-  bool Send(const v1::ServerMessage& m) override {
-    std::lock_guard<std::mutex> g(mu_);
-    if (closed_) return false;
-    if (!stream_->Write(m)) closed_ = true;
-    return !closed_;
+  explicit Workers(int n) {
+    for (int i = 0; i < std::max(1, n); ++i) threads_.emplace_back([this] { Loop(); });
   }
-  void Close() {
-    std::lock_guard<std::mutex> g(mu_);
-    closed_ = true;
+  ~Workers() { Stop(); }
+  void Post(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_) return;
+      tasks_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
   }
 
  private:
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      cv_.wait(l, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopped and drained
+      auto f = std::move(tasks_.front());
+      tasks_.pop_front();
+      l.unlock();
+      f();
+      l.lock();
+    }
+  }
   std::mutex mu_;
-  bool closed_ = false;
-  grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
 };
 
 std::vector<SampleIn> Samples(const v1::MetricBatch& b) {
@@ -35,104 +65,195 @@ std::vector<SampleIn> Samples(const v1::MetricBatch& b) {
   return out;
 }
 
+v1::ServerMessage AckOf(int64_t run_id, int attempt, int64_t seq) {
+  v1::ServerMessage m;
+  m.mutable_ack()->set_run_id(run_id);
+  m.mutable_ack()->set_attempt(attempt);
+  m.mutable_ack()->set_seq(seq);
+  return m;
+}
+
 }  // namespace
 
-grpc::Status AgentServiceImpl::Session(
-    grpc::ServerContext*, grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
-  v1::AgentMessage in;
-  if (!stream->Read(&in)) return grpc::Status::OK;
-  if (!in.has_hello())
-    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message of a session must be Hello"};
-  const v1::Hello h = in.hello();  // a copy: `in` is reused by the read loop below
-  if (h.name().empty())
-    return {grpc::StatusCode::INVALID_ARGUMENT, "Hello.name: empty; every agent needs a name"};
-  if (h.slots() < 0 || h.slots() > 4096)
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            "Hello.slots: " + std::to_string(h.slots()) + " is out of range; allowed 0..4096"};
-  LabelMap labels(h.labels().begin(), h.labels().end());
-  const std::string session_id = opts_.server_id + "/" + std::to_string(next_session_++);
-  AgentNameClaim claim;
-  claim.instance = h.instance();
-  claim.host = h.host();
-  claim.live_ms = opts_.agent_timeout_ms;
-  const std::string mine = opts_.server_id + "/";
-  claim.session_live = [&](const std::string& sid) {
-    if (sid.rfind(mine, 0) != 0) return true;  // another server's: live while seen recently
-    std::lock_guard<std::mutex> g(live_mu_);
-    return live_sessions_.count(sid) > 0;
-  };
-  auto id = store_->RegisterAgent(h.name(), labels, h.slots(), h.version(), session_id, claim);
-  if (!id.ok()) {
-    log_(LogLevel::kWarn,
-         "agent " + h.name() + " on " + h.host() + " refused: " + id.status().message());
-    return ToGrpc(id.status());
+struct AgentServiceImpl::Shared {
+  Shared(Store* s, Dispatcher* d, AgentServiceOptions o, LogFn l)
+      : store(s), dispatcher(d), opts(std::move(o)), log(std::move(l)), workers(opts.workers) {}
+  Store* store;
+  Dispatcher* dispatcher;
+  const AgentServiceOptions opts;
+  LogFn log;
+  std::atomic<int64_t> next_session{1};
+  std::mutex live_mu;
+  std::set<std::string> live_sessions;  // of this server process, streams open
+  Workers workers;                      // last: stopped (drained) first
+};
+
+namespace {
+
+class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>,
+                             public AgentSession,
+                             public std::enable_shared_from_this<SessionReactor> {
+ public:
+  SessionReactor(std::shared_ptr<AgentServiceImpl::Shared> sh, grpc::CallbackServerContext* ctx)
+      : sh_(std::move(sh)), ctx_(ctx) {}
+
+  void Begin() {
+    self_ = shared_from_this();  // until OnDone
+    std::lock_guard<std::mutex> g(mu_);
+    StartRead(&in_);
   }
-  {
-    std::lock_guard<std::mutex> g(live_mu_);
-    live_sessions_.insert(session_id);
-  }
-  struct Forget {  // the session is dead for name claims the moment its stream ends
-    AgentServiceImpl* self;
-    std::string sid;
-    ~Forget() {
-      std::lock_guard<std::mutex> g(self->live_mu_);
-      self->live_sessions_.erase(sid);
+
+  bool Send(const v1::ServerMessage& m) override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (finishing_) return false;
+    if (out_.size() >= sh_->opts.max_queue) {
+      CloseLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                               "the agent does not read what the server sends (" +
+                                   std::to_string(out_.size()) + " messages waiting); reconnect"));
+      return false;
     }
-  } forget{this, session_id};
-  std::vector<RunRef> active;
-  for (const auto& r : h.active_runs()) active.push_back({r.run_id(), r.attempt()});
-  auto requeued = store_->ReconcileAgentRuns(*id, active);
-  if (!requeued.ok()) return ToGrpc(requeued.status());
+    out_.push_back(m);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+    return true;
+  }
 
-  auto session = std::make_shared<GrpcSession>(stream);
-  session->agent_id = *id;
-  session->name = h.name();
-  session->labels = labels;
-  session->slots = h.slots();
-  session->busy = h.busy();
-  if (auto st = store_->TouchAgent(*id, h.busy()); !st.ok())
-    log_(LogLevel::kWarn, "agent " + h.name() + ": cannot record its heartbeat: " + st.ToString());
-  v1::ServerMessage welcome;
-  welcome.mutable_welcome()->set_agent_id(*id);
-  welcome.mutable_welcome()->set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
-  if (!session->Send(welcome)) return grpc::Status::OK;
-  log_(LogLevel::kInfo, "agent " + h.name() + " connected (" + FormatLabels(labels) + ", " +
-                            std::to_string(h.slots()) + " slots, " + std::to_string(active.size()) +
-                            " active runs)");
-  dispatcher_->Register(session);
+  void Close(const std::string& why) override {
+    silent_ = why.rfind("no heartbeat", 0) == 0;
+    std::lock_guard<std::mutex> g(mu_);
+    CloseLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  }
 
-  grpc::Status result = grpc::Status::OK;
-  while (stream->Read(&in)) {
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the agent closed its side, or the stream broke
+      std::lock_guard<std::mutex> g(mu_);
+      CloseLocked(grpc::Status::OK);
+      return;
+    }
+    Touch();
+    if (registered_ && in_.has_heartbeat()) {  // memory only: no database, no worker
+      const bool was_busy = busy;
+      const bool was_unhealthy = !unhealthy().empty();
+      Beat(in_.heartbeat().busy(), SanitizeUtf8(in_.heartbeat().unhealthy(), 1024));
+      if (was_busy != busy || was_unhealthy != !unhealthy().empty()) {
+        sh_->log(LogLevel::kInfo, "agent " + name +
+                                      (busy                   ? " is busy (idle probe fails)"
+                                       : !unhealthy().empty() ? " is unhealthy: " + unhealthy()
+                                                              : " is idle and healthy again"));
+        if (!busy && unhealthy().empty()) sh_->dispatcher->Notify();
+      }
+      ReadNext();
+      return;
+    }
+    auto self = shared_from_this();
+    sh_->workers.Post([self, msg = std::move(in_)]() mutable {
+      if (self->Handle(msg)) self->ReadNext();
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> g(mu_);
+    out_.pop_front();
+    if (!ok || finishing_) {
+      writing_ = false;
+      if (!finishing_) {  // the stream broke under the write
+        finishing_ = true;
+        final_ = grpc::Status::OK;
+      }
+      if (!finished_) {
+        finished_ = true;
+        Finish(final_);
+      }
+      return;
+    }
+    if (out_.empty()) {
+      writing_ = false;
+    } else {
+      StartWrite(&out_.front());
+    }
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> g(mu_);
+    CloseLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    // Forget the session at once, then record the disconnect off gRPC's thread.
+    auto self = std::move(self_);
+    if (registered_) {
+      sh_->dispatcher->Unregister(this);
+      std::lock_guard<std::mutex> g(sh_->live_mu);
+      sh_->live_sessions.erase(session_id);
+    }
+    if (!registered_) return;
+    sh_->workers.Post([self] {
+      auto& sh = *self->sh_;
+      // A session closed because the agent went silent keeps its last beat: its runs are
+      // requeued a timeout after it, not after this close.
+      if (auto st = sh.store->DisconnectAgent(self->agent_id, self->session_id, !self->silent_);
+          !st.ok())
+        sh.log(LogLevel::kWarn, "agent " + self->name +
+                                    ": cannot record the disconnect (it expires after "
+                                    "--agent-timeout instead): " +
+                                    st.ToString());
+      sh.log(LogLevel::kInfo, "agent " + self->name + " disconnected");
+    });
+  }
+
+ private:
+  // Ends the stream once: at once, or after the write in flight (cancelled so it cannot hang
+  // on a peer that does not read). Under mu_.
+  void CloseLocked(grpc::Status st) {
+    if (finishing_) return;
+    finishing_ = true;
+    final_ = std::move(st);
+    if (registered_) sh_->dispatcher->Unregister(this);  // no new work from now on
+    if (writing_) {
+      ctx_->TryCancel();  // OnWriteDone(false) finishes
+      return;
+    }
+    finished_ = true;
+    Finish(final_);
+  }
+
+  void ReadNext() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!finishing_) StartRead(&in_);
+  }
+
+  void Fail(const grpc::Status& st) {
+    std::lock_guard<std::mutex> g(mu_);
+    CloseLocked(st);
+  }
+
+  // On a worker. Returns whether to read the next message.
+  bool Handle(const v1::AgentMessage& in) {
+    if (!registered_) return Hello(in);
     Status st;
-    v1::ServerMessage ack;
     switch (in.msg_case()) {
-      case v1::AgentMessage::kHeartbeat:
-        if (session->busy != in.heartbeat().busy()) {
-          log_(LogLevel::kInfo,
-               "agent " + h.name() +
-                   (in.heartbeat().busy() ? " is busy (idle probe fails)" : " is idle again"));
-          session->busy = in.heartbeat().busy();
-          if (!session->busy) dispatcher_->Notify();
-        }
-        st = store_->TouchAgent(*id, in.heartbeat().busy());
-        break;
+      case v1::AgentMessage::kHeartbeat:  // taken in OnReadDone; here only before the Welcome
+        Beat(in.heartbeat().busy(), SanitizeUtf8(in.heartbeat().unhealthy(), 1024));
+        return true;
       case v1::AgentMessage::kRunStarted:
-        st = store_->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(), *id);
+        st = sh_->store->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(),
+                                        agent_id);
         break;
       case v1::AgentMessage::kMetricBatch: {
         const auto& b = in.metric_batch();
-        auto stored = store_->StoreMetricBatch(b.run_id(), b.attempt(), b.seq(), Samples(b), *id);
+        auto stored =
+            sh_->store->StoreMetricBatch(b.run_id(), b.attempt(), b.seq(), Samples(b), agent_id);
         if (!stored.ok() && (stored.status().code() == Status::Code::kInvalidArgument ||
                              stored.status().code() == Status::Code::kFailedPrecondition)) {
           // Refused, never stored; acked so that a stale agent drops it from its outbox.
-          log_(LogLevel::kWarn, "agent " + h.name() + ": " + stored.status().message());
+          sh_->log(LogLevel::kWarn, "agent " + name + ": " + stored.status().message());
         } else if (!stored.ok()) {
           st = stored.status();
           break;
         }
-        ack.mutable_ack()->set_run_id(b.run_id());
-        ack.mutable_ack()->set_attempt(b.attempt());
-        ack.mutable_ack()->set_seq(b.seq());
+        Send(AckOf(b.run_id(), b.attempt(), b.seq()));
         break;
       }
       case v1::AgentMessage::kRunFinished: {
@@ -144,40 +265,148 @@ grpc::Status AgentServiceImpl::Session(
                       SanitizeUtf8(f.stderr_tail(), 8192),
                       f.batches(),
                       f.lines(),
-                      f.duration_reached()};
-        st = store_->FinishRun(f.run_id(), f.attempt(), res, "agent:" + h.name(), *id);
+                      f.duration_reached(),
+                      f.infra_failure()};
+        st = sh_->store->FinishRun(f.run_id(), f.attempt(), res, "agent:" + name, agent_id);
         if (!st.ok() && st.code() == Status::Code::kFailedPrecondition)
-          log_(LogLevel::kWarn, "agent " + h.name() + ": " + st.message());
+          sh_->log(LogLevel::kWarn, "agent " + name + ": " + st.message());
         if (!st.ok() && (st.code() == Status::Code::kNotFound ||
                          st.code() == Status::Code::kFailedPrecondition))
           st = Status::Ok();
         if (st.ok()) {
-          ack.mutable_ack()->set_run_id(f.run_id());
-          ack.mutable_ack()->set_attempt(f.attempt());
-          ack.mutable_ack()->set_seq(f.seq());
-          dispatcher_->Notify();
+          if (f.infra_failure()) {
+            sh_->log(LogLevel::kWarn, "agent " + name + " could not run run " +
+                                          std::to_string(f.run_id()) + ": " + res.reason +
+                                          "; it is retried elsewhere");
+            // Not here again before the agent says it is healthy: the retry must not come back
+            // to this node in the pass this Notify starts, ahead of the agent's next heartbeat.
+            Beat(busy.load(), "run " + std::to_string(f.run_id()) + " could not run here: " +
+                                  res.reason);
+          }
+          Send(AckOf(f.run_id(), f.attempt(), f.seq()));
+          sh_->dispatcher->Notify();  // a slot is free
         }
         break;
       }
+      case v1::AgentMessage::kHello:
+        Fail({grpc::StatusCode::INVALID_ARGUMENT, "a second Hello on one session"});
+        return false;
       default: break;  // newer agent message kinds are ignored by this server
     }
     if (!st.ok()) {
       // Not acknowledged: end the session so the agent reconnects and resends what is unacked.
-      log_(LogLevel::kError, "agent " + h.name() + ": " + st.ToString());
-      result = ToGrpc(Status::Unavailable("server could not store agent data: " + st.message()));
-      break;
+      sh_->log(LogLevel::kError, "agent " + name + ": " + st.ToString());
+      Fail(ToGrpc(Status::Unavailable("server could not store agent data: " + st.message())));
+      return false;
     }
-    if (ack.has_ack() && !session->Send(ack)) break;
+    return true;
   }
-  session->Close();
-  dispatcher_->Unregister(session.get());
-  if (auto st = store_->DisconnectAgent(*id, session_id); !st.ok())
-    log_(LogLevel::kWarn, "agent " + h.name() +
-                              ": cannot record the disconnect (it expires after "
-                              "--agent-timeout instead): " +
-                              st.ToString());
-  log_(LogLevel::kInfo, "agent " + h.name() + " disconnected");
-  return result;
+
+  bool Hello(const v1::AgentMessage& in) {
+    if (!in.has_hello()) {
+      Fail({grpc::StatusCode::INVALID_ARGUMENT, "the first message of a session must be Hello"});
+      return false;
+    }
+    const v1::Hello& h = in.hello();
+    if (h.name().empty() || h.name().size() > 253) {
+      Fail({grpc::StatusCode::INVALID_ARGUMENT,
+            "Hello.name: " + std::string(h.name().empty() ? "empty" : "longer than 253 bytes") +
+                "; every agent needs a name"});
+      return false;
+    }
+    if (h.slots() < 0 || h.slots() > 4096) {
+      Fail({grpc::StatusCode::INVALID_ARGUMENT,
+            "Hello.slots: " + std::to_string(h.slots()) + " is out of range; allowed 0..4096"});
+      return false;
+    }
+    LabelMap hello_labels(h.labels().begin(), h.labels().end());
+    const std::string sid = sh_->opts.server_id + "/" + std::to_string(sh_->next_session++);
+    AgentNameClaim claim;
+    claim.instance = h.instance();
+    claim.host = h.host();
+    claim.live_ms = sh_->opts.agent_timeout_ms;
+    const std::string mine = sh_->opts.server_id + "/";
+    claim.session_live = [&](const std::string& other) {
+      if (other.rfind(mine, 0) != 0) return true;  // another server's: live while seen recently
+      std::lock_guard<std::mutex> g(sh_->live_mu);
+      return sh_->live_sessions.count(other) > 0;
+    };
+    auto id = sh_->store->RegisterAgent(h.name(), hello_labels, h.slots(), h.version(), sid, claim);
+    if (!id.ok()) {
+      sh_->log(LogLevel::kWarn,
+               "agent " + h.name() + " on " + h.host() + " refused: " + id.status().message());
+      Fail(ToGrpc(id.status()));
+      return false;
+    }
+    std::vector<RunRef> active;
+    for (const auto& r : h.active_runs()) active.push_back({r.run_id(), r.attempt()});
+    auto rec = sh_->store->ReconcileAgentRuns(*id, active);
+    if (!rec.ok()) {
+      Fail(ToGrpc(rec.status()));
+      return false;
+    }
+    agent_id = *id;
+    name = h.name();
+    session_id = sid;
+    labels = hello_labels;
+    slots = h.slots();
+    Beat(h.busy(), SanitizeUtf8(h.unhealthy(), 1024));
+    {
+      std::lock_guard<std::mutex> g(sh_->live_mu);
+      sh_->live_sessions.insert(sid);
+    }
+    v1::ServerMessage welcome;
+    welcome.mutable_welcome()->set_agent_id(*id);
+    welcome.mutable_welcome()->set_heartbeat_interval_ms(sh_->opts.heartbeat_interval_ms);
+    for (const auto& r : rec->stop) {  // attempts the server gave up on while it was away
+      auto* ref = welcome.mutable_welcome()->add_cancel_runs();
+      ref->set_run_id(r.run_id);
+      ref->set_attempt(r.attempt);
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (finishing_) return false;  // the stream ended meanwhile: OnDone does not know it
+      registered_ = true;
+    }
+    if (!Send(welcome)) return false;
+    sh_->log(
+        LogLevel::kInfo,
+        "agent " + name + " connected (" + FormatLabels(labels) + ", " + std::to_string(slots) +
+            " slots, " + std::to_string(active.size()) + " active runs" +
+            (rec->stop.empty() ? "" : ", " + std::to_string(rec->stop.size()) + " to stop") + ")");
+    sh_->dispatcher->Register(shared_from_this());
+    std::lock_guard<std::mutex> g(mu_);
+    if (finishing_) sh_->dispatcher->Unregister(this);  // closed while registering
+    return true;
+  }
+
+  std::shared_ptr<AgentServiceImpl::Shared> sh_;
+  grpc::CallbackServerContext* ctx_;
+  std::shared_ptr<SessionReactor> self_;
+  v1::AgentMessage in_;
+  std::atomic<bool> registered_{false};
+  std::atomic<bool> silent_{false};
+  std::mutex mu_;  // guards the stream's operations and what follows
+  std::deque<v1::ServerMessage> out_;
+  bool writing_ = false, finishing_ = false, finished_ = false;
+  grpc::Status final_;
+};
+
+}  // namespace
+
+AgentServiceImpl::AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts,
+                                   LogFn log)
+    : shared_(std::make_shared<Shared>(store, dispatcher, std::move(opts), std::move(log))) {}
+
+AgentServiceImpl::~AgentServiceImpl() {
+  shared_->workers.Stop();
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* AgentServiceImpl::Session(
+    grpc::CallbackServerContext* ctx) {
+  auto r = std::make_shared<SessionReactor>(shared_, ctx);
+  r->Begin();
+  return r.get();
 }
 
 }  // namespace tunectl

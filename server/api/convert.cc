@@ -106,6 +106,7 @@ void ToProto(const AgentRow& a, v1::Agent* out) {
   out->set_last_seen(a.last_seen);
   out->set_version(a.version);
   out->set_busy(a.busy);
+  out->set_unhealthy(a.unhealthy);
 }
 
 void ToProto(const LaunchPlan& p, v1::Assign* out) {

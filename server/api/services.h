@@ -2,9 +2,7 @@
 // Thread-safe: gRPC calls these from its thread pool.
 #pragma once
 
-#include <atomic>
-#include <mutex>
-#include <set>
+#include <memory>
 #include <string>
 
 #include "core/clock.h"
@@ -95,25 +93,27 @@ struct AgentServiceOptions {
   // A name seen this recently by another agent process is held (AlreadyExists); a session of
   // this server process is live only while its stream is open.
   int64_t agent_timeout_ms = 15000;
+  int workers = 8;          // threads that store what agents send (each session one at a time)
+  size_t max_queue = 4096;  // messages waiting for one agent; a peer that lets it fill is dropped
 };
 
-class AgentServiceImpl final : public v1::AgentService::Service {
+// AgentService on gRPC's callback API: no thread per stream. Each session reads one message at a
+// time; heartbeats are taken in memory on gRPC's threads, everything that touches the database
+// (Hello, batches, results) on a fixed pool of workers, and what goes out waits in the session's
+// bounded queue for its own writer, so a slow agent never blocks anyone else. The destructor
+// finishes the queued work (the store must still be alive).
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts, LogFn log)
-      : store_(store), dispatcher_(dispatcher), opts_(std::move(opts)), log_(std::move(log)) {}
+  AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts, LogFn log);
+  ~AgentServiceImpl() override;
 
-  grpc::Status Session(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Session(
+      grpc::CallbackServerContext* ctx) override;
+
+  struct Shared;  // what every session uses (agent_service.cc)
 
  private:
-  Store* store_;
-  Dispatcher* dispatcher_;
-  AgentServiceOptions opts_;
-  LogFn log_;
-  std::atomic<int64_t> next_session_{1};
-  std::mutex live_mu_;
-  std::set<std::string> live_sessions_;  // of this server process, streams open
+  std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace tunectl

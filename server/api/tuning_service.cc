@@ -71,7 +71,7 @@ grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*, const v1::Li
 grpc::Status TuningServiceImpl::CreateBaseline(grpc::ServerContext* ctx,
                                                const v1::CreateBaselineRequest* req,
                                                v1::Baseline* resp) {
-  auto id = store_->CreateBaseline(req->workload(), req->repeats(), Actor(ctx));
+  auto id = store_->CreateBaseline(req->workload(), req->repeats(), Actor(ctx), req->request_id());
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
   auto b = store_->GetBaseline(*id);
@@ -135,6 +135,7 @@ grpc::Status TuningServiceImpl::CreateHypothesis(grpc::ServerContext* ctx,
   in.expect = req->expect();
   in.evidence = req->evidence();
   in.statement = req->statement();
+  in.request_id = req->request_id();
   auto id = store_->CreateHypothesis(in, Actor(ctx));
   if (!id.ok()) return ToGrpc(id.status());
   auto h = store_->GetHypothesis(*id);
@@ -170,6 +171,7 @@ grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
   in.vary.assign(req->vary().begin(), req->vary().end());
   in.hypothesis_id = req->hypothesis_id();
   in.repeats = req->repeats();
+  in.request_id = req->request_id();
   auto id = store_->CreateExperiment(in, Actor(ctx));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
@@ -343,6 +345,7 @@ grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
   in.schedule = req->schedule();
   in.repeats = req->repeats();
   in.correction = req->correction().empty() ? "holm" : req->correction();
+  in.request_id = req->request_id();
   auto id = store_->CreateBatch(in, Actor(ctx));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
@@ -440,7 +443,8 @@ grpc::Status TuningServiceImpl::RegressRun(grpc::ServerContext* ctx,
         "--duration: missing; how long the stability run lasts, e.g. --duration 2h"));
   auto d = ParseDurationMs(req->duration());
   if (!d.ok()) return ToGrpc(Status::InvalidArgument("--duration: " + d.status().message()));
-  auto r = store_->CreateStabilityRun(req->workload(), *d / 1000, req->schedule(), Actor(ctx));
+  auto r = store_->CreateStabilityRun(req->workload(), *d / 1000, req->schedule(), Actor(ctx),
+                                      req->request_id());
   if (!r.ok()) return ToGrpc(r.status());
   dispatcher_->Notify();
   ToProto(*r, resp);

@@ -1,11 +1,31 @@
 #include "server/dispatch/dispatcher.h"
 
+#include <set>
 #include <vector>
 
 #include "server/api/convert.h"
 #include "sys/clock.h"
 
 namespace tunectl {
+
+using Steady = std::chrono::steady_clock;
+
+int64_t AgentSession::NowSteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
+      .count();
+}
+
+void AgentSession::Beat(bool b, const std::string& unhealthy) {
+  Touch();
+  busy = b;
+  std::lock_guard<std::mutex> g(mu_);
+  unhealthy_ = unhealthy;
+}
+
+std::string AgentSession::unhealthy() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unhealthy_;
+}
 
 Dispatcher::Dispatcher(Store* store, DispatcherOptions opts, LogFn log)
     : store_(store), opts_(std::move(opts)), log_(std::move(log)) {
@@ -50,56 +70,147 @@ void Dispatcher::Notify() {
   cv_.notify_all();
 }
 
+size_t Dispatcher::sessions() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return sessions_.size();
+}
+
+std::vector<std::shared_ptr<AgentSession>> Dispatcher::Sessions() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::shared_ptr<AgentSession>> out;
+  out.reserve(sessions_.size());
+  for (const auto& [_, s] : sessions_) out.push_back(s);
+  return out;
+}
+
 int Dispatcher::DispatchOnce() {
-  std::vector<std::shared_ptr<AgentSession>> sessions;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    for (auto& [_, s] : sessions_) sessions.push_back(s);
+  const auto sessions = Sessions();
+  if (sessions.empty()) return 0;
+  std::map<int64_t, AgentSession*> by_agent;
+  std::vector<int64_t> ids;
+  for (const auto& s : sessions) {
+    by_agent[s->agent_id] = s.get();
+    ids.push_back(s->agent_id);
   }
-  int assigned = 0;
-  std::string open = "{}";
-  if (!sessions.empty()) {
-    if (auto rows = store_->ListSchedules(); !rows.ok())
-      log_(LogLevel::kWarn,
-           "dispatch: cannot read schedules (scheduled runs wait): " + rows.status().ToString());
-    else if (!rows->empty())
-      open = schedules_.OpenWindowsJson(*rows, opts_.clock->NowS());
-  }
-  for (auto& s : sessions) {
-    if (auto cancels = store_->PendingCancels(s->agent_id); !cancels.ok()) {
-      log_(LogLevel::kWarn, "dispatch to " + s->name +
-                                ": cannot read pending cancels: " + cancels.status().ToString());
-    } else {
-      for (const auto& c : *cancels) {
+
+  // Cancels: one query for every agent; each (run, attempt) is sent again only after 5 s.
+  const auto now = Steady::now();
+  if (auto cancels = store_->PendingCancelsFor(ids); !cancels.ok()) {
+    log_(LogLevel::kWarn, "dispatch: cannot read pending cancels: " + cancels.status().ToString());
+  } else {
+    std::map<std::pair<int64_t, int>, Steady::time_point> sent;
+    for (const auto& [agent, runs] : *cancels) {
+      for (const auto& c : runs) {
+        const auto key = std::make_pair(c.run_id, c.attempt);
+        auto was = cancels_sent_.find(key);
+        if (was != cancels_sent_.end() && now - was->second < std::chrono::seconds(5)) {
+          sent[key] = was->second;
+          continue;
+        }
         v1::ServerMessage m;
         m.mutable_cancel()->set_run_id(c.run_id);
         m.mutable_cancel()->set_attempt(c.attempt);
         m.mutable_cancel()->set_reason("cancelled by the server");
-        s->Send(m);
+        by_agent[agent]->Send(m);
+        sent[key] = now;
       }
     }
-    if (s->busy) continue;
-    auto plans = store_->ClaimRuns(s->agent_id, s->labels, s->slots, open);
-    if (!plans.ok()) {
-      log_(LogLevel::kWarn, "dispatch to " + s->name + ": " + plans.status().ToString());
-      continue;
+    cancels_sent_.swap(sent);  // forget what is no longer pending
+  }
+
+  // Claims: every live session that may take work, in one transaction.
+  const int64_t fresh_ms = 3LL * opts_.heartbeat_interval_ms + 1000;
+  const int64_t now_ms = AgentSession::NowSteadyMs();
+  std::vector<ClaimRequest> asks;
+  for (const auto& s : sessions) {
+    if (s->busy || s->slots <= 0 || !s->unhealthy().empty()) continue;
+    if (now_ms - s->last_beat_ms > fresh_ms) continue;  // paused or gone: no new work
+    asks.push_back({s->agent_id, s->session_id, s->labels, s->slots});
+  }
+  if (asks.empty()) return 0;
+  if (now - schedules_read_ >= std::chrono::seconds(1)) {  // schedules change rarely
+    if (auto rows = store_->ListSchedules(); !rows.ok()) {
+      log_(LogLevel::kWarn,
+           "dispatch: cannot read schedules (scheduled runs wait): " + rows.status().ToString());
+    } else {
+      schedule_rows_ = std::move(*rows);
+      schedules_read_ = now;
     }
-    for (const auto& p : *plans) {
+  }
+  const std::string open = schedule_rows_.empty()
+                               ? std::string("{}")
+                               : schedules_.OpenWindowsJson(schedule_rows_, opts_.clock->NowS());
+  auto plans = store_->ClaimRunsFor(asks, open);
+  if (!plans.ok()) {
+    log_(LogLevel::kWarn, "dispatch: " + plans.status().ToString());
+    return 0;
+  }
+  int assigned = 0;
+  for (const auto& [agent, runs] : *plans) {
+    AgentSession* s = by_agent[agent];
+    std::vector<RunRef> undelivered;
+    for (const auto& p : runs) {
       v1::ServerMessage m;
       ToProto(p, m.mutable_assign());
-      if (!s->Send(m)) {
-        // The stream is gone; the run stays assigned until the agent reconnects (and reports
-        // what it runs) or expires, then it is requeued as a new attempt.
-        log_(LogLevel::kWarn, "agent " + s->name + " went away while run " +
-                                  std::to_string(p.run_id) + " was being assigned");
-        break;
+      if (!undelivered.empty() || !s->Send(m)) {
+        undelivered.push_back({p.run_id, p.attempt});
+        continue;
       }
       log_(LogLevel::kInfo, "run " + std::to_string(p.run_id) + " attempt " +
                                 std::to_string(p.attempt) + " -> " + s->name);
       ++assigned;
     }
+    if (undelivered.empty()) continue;
+    // The stream ended during the claim: the runs go back at once, as the same attempt.
+    auto n = store_->ReleaseClaims(agent, undelivered);
+    if (!n.ok())
+      log_(LogLevel::kWarn, "agent " + s->name + " went away while " +
+                                std::to_string(undelivered.size()) +
+                                " run(s) were being assigned; they are requeued when it expires: " +
+                                n.status().ToString());
+    else
+      log_(LogLevel::kWarn, "agent " + s->name + " went away while " + std::to_string(*n) +
+                                " run(s) were being assigned; queued again");
   }
   return assigned;
+}
+
+void Dispatcher::LivenessOnce() {
+  const auto sessions = Sessions();
+  const int64_t now_ms = AgentSession::NowSteadyMs();
+  const int64_t timeout_ms = static_cast<int64_t>(opts_.agent_timeout_s) * 1000;
+  std::vector<AgentBeat> beats;
+  for (const auto& s : sessions) {
+    const int64_t silent = now_ms - s->last_beat_ms;
+    if (silent > timeout_ms) {
+      log_(LogLevel::kWarn, "agent " + s->name + " sent nothing for " +
+                                std::to_string(silent / 1000) + " s; closing its session");
+      s->Close("no heartbeat for " + std::to_string(silent / 1000) + " s (--agent-timeout " +
+               std::to_string(opts_.agent_timeout_s) + " s)");
+      continue;
+    }
+    beats.push_back({s->agent_id, s->session_id, s->busy, s->unhealthy()});
+  }
+  const auto now = Steady::now();
+  if (now - last_flush_ >= std::chrono::milliseconds(opts_.heartbeat_interval_ms)) {
+    last_flush_ = now;
+    if (auto st = store_->TouchAgents(beats); !st.ok()) {
+      if (!flush_failed_)
+        log_(LogLevel::kWarn, "cannot record agents' heartbeats: " + st.ToString() +
+                                  "; silent agents are not expired until it works again for " +
+                                  std::to_string(opts_.agent_timeout_s) + " s");
+      flush_failed_ = true;
+    } else if (flush_failed_) {
+      flush_failed_ = false;
+      healthy_since_ = now;  // agents elsewhere get a whole timeout to show up again
+    }
+  }
+  if (flush_failed_ || now - healthy_since_ < std::chrono::seconds(opts_.agent_timeout_s)) return;
+  auto n = store_->ExpireAgents(opts_.agent_timeout_s);
+  if (!n.ok())
+    log_(LogLevel::kWarn, "cannot expire silent agents: " + n.status().ToString());
+  else if (*n > 0)
+    log_(LogLevel::kWarn, std::to_string(*n) + " run(s) of silent agents requeued or lost");
 }
 
 int Dispatcher::ScheduleOnce() {
@@ -134,22 +245,19 @@ int Dispatcher::ScheduleOnce() {
 }
 
 void Dispatcher::Loop() {
-  auto last_expire = std::chrono::steady_clock::now();
+  auto last_tick = Steady::now() - std::chrono::seconds(10);
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(opts_.interval_ms), [&] { return wake_ || stop_; });
+      cv_.wait_for(l, std::chrono::milliseconds(std::min(opts_.interval_ms, 1000)),
+                   [&] { return wake_ || stop_; });
       if (stop_) return;
       wake_ = false;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_expire > std::chrono::seconds(1)) {
-      last_expire = now;
-      auto n = store_->ExpireAgents(opts_.agent_timeout_s);
-      if (!n.ok())
-        log_(LogLevel::kWarn, "cannot expire silent agents: " + n.status().ToString());
-      else if (*n > 0)
-        log_(LogLevel::kWarn, std::to_string(*n) + " run(s) of silent agents requeued or lost");
+    const auto now = Steady::now();
+    if (now - last_tick >= std::chrono::seconds(1)) {
+      last_tick = now;
+      LivenessOnce();
       const bool was = leader_;
       ScheduleOnce();
       if (leader_ != was)

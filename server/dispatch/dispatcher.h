@@ -1,14 +1,26 @@
-// Dispatcher: moves queued runs to connected agents with free slots and matching labels, and
-// expires silent agents (their runs are requeued as new attempts). While this server holds the
-// scheduler lock it also runs the scheduler: one periodic check per watch per window, and the
-// window-end policy. One background thread; Register/Unregister/Notify/leader are thread-safe.
+// Dispatcher: moves queued runs to connected agents with free slots and matching labels, event
+// driven: a pass runs when something changed (a run queued or asked to stop — on any server, via
+// LISTEN/NOTIFY —, a slot freed, an agent connected or idle again) and at least once a second
+// (windows open and close). One pass claims for every agent at once (Store::ClaimRunsFor, one
+// transaction), so its cost does not grow with the number of sessions walked one by one.
+// It also keeps agents' liveness: heartbeats are counted in memory by the sessions and flushed
+// to the database in one statement per heartbeat interval; a session silent for --agent-timeout
+// is closed, and agents silent in the database (other servers' too) are expired — but only once
+// this server has been up, with its database answering, for a whole --agent-timeout, so agents
+// get the time to reconnect after a restart or an outage before their runs are taken away.
+// While this server holds the scheduler lock it also runs the scheduler: one periodic check per
+// watch per window, and the window-end policy. One background thread; every public method is
+// thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/clock.h"
@@ -19,22 +31,41 @@
 
 namespace tunectl {
 
-// One connected agent stream. Send is thread-safe and returns false once the stream is gone.
+// One connected agent stream, as the dispatcher sees it. Send and Close are thread-safe; the
+// liveness fields are updated by the session as messages arrive.
 class AgentSession {
  public:
   virtual ~AgentSession() = default;
+  // Queues `m` for the agent without blocking. False once the session is closed, or when its
+  // outgoing queue is full (the session is then closed: a peer that does not read is dropped).
   virtual bool Send(const v1::ServerMessage& m) = 0;
+  // Ends the stream with UNAVAILABLE and `why` (the agent reconnects). Idempotent.
+  virtual void Close(const std::string& why) = 0;
+
+  // Liveness: a heartbeat (or any message) from the agent.
+  void Beat(bool busy, const std::string& unhealthy);
+  void Touch() { last_beat_ms = NowSteadyMs(); }
+  std::string unhealthy() const;
+  static int64_t NowSteadyMs();
+
   int64_t agent_id = 0;
   std::string name;
+  std::string session_id;  // the agents row's `session` while this stream holds the name
   LabelMap labels;
   int slots = 0;
   std::atomic<bool> busy{false};  // idle probe failed: start nothing here
+  std::atomic<int64_t> last_beat_ms{NowSteadyMs()};
+
+ private:
+  mutable std::mutex mu_;
+  std::string unhealthy_;  // the node cannot run jobs now, and why
 };
 
 struct DispatcherOptions {
-  int interval_ms = 500;         // poll period when nothing notifies
-  int agent_timeout_s = 15;      // silent agents are expired after this
-  const Clock* clock = nullptr;  // the clock of windows and schedules; null = the system clock
+  int interval_ms = 1000;            // a pass at least this often, even when nothing notifies
+  int agent_timeout_s = 15;          // silent agents are dropped and their runs requeued after this
+  int heartbeat_interval_ms = 2000;  // agents beat this often; liveness is flushed as often
+  const Clock* clock = nullptr;      // the clock of windows and schedules; null = the system clock
   // Whether this server may run the scheduler now (the advisory-lock leader); called from the
   // dispatcher thread about once a second. Default: always (a single server).
   std::function<bool()> try_lead;
@@ -49,27 +80,41 @@ class Dispatcher {
   void Register(std::shared_ptr<AgentSession> s);
   void Unregister(const AgentSession* s);
   void Notify();
-  // One dispatch pass (also used by tests); returns the number of runs assigned.
+  // One dispatch pass (also used by tests): cancels sent, runs claimed for every live session
+  // with free slots and sent. Returns the number of runs assigned.
   int DispatchOnce();
+  // Liveness (also used by tests): closes sessions silent for the agent timeout, flushes the
+  // others' heartbeats, and expires silent agents once the grace period has passed.
+  void LivenessOnce();
   // One scheduler pass if this server leads (also used by tests): queues due periodic checks and
   // applies the window-end policy. Returns the number of checks queued plus runs stopped.
   int ScheduleOnce();
   bool leader() const { return leader_.load(); }
+  size_t sessions() const;
 
  private:
   void Loop();
+  std::vector<std::shared_ptr<AgentSession>> Sessions() const;
 
   Store* store_;
   DispatcherOptions opts_;
   LogFn log_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool wake_ = false;
   bool stop_ = false;
   std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
-  std::thread thread_;
   ScheduleBook schedules_;
+  std::vector<ScheduleRow> schedule_rows_;  // read at most once a second by DispatchOnce
+  std::chrono::steady_clock::time_point schedules_read_{};
   std::atomic<bool> leader_{false};
+  // Liveness: since when this server has flushed heartbeats without a database error.
+  std::chrono::steady_clock::time_point healthy_since_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_flush_{};
+  bool flush_failed_ = false;
+  // Cancels already sent (run, attempt) -> when, so a pass does not repeat them every time.
+  std::map<std::pair<int64_t, int>, std::chrono::steady_clock::time_point> cancels_sent_;
+  std::thread thread_;  // last
 };
 
 }  // namespace tunectl

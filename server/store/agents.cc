@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <set>
 
+#include "core/dispatch.h"
 #include "core/launch.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
@@ -52,21 +53,34 @@ Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& la
   });
 }
 
-Status Store::TouchAgent(int64_t agent_id, bool busy) {
+Status Store::TouchAgents(const std::vector<AgentBeat>& beats) {
+  std::vector<int64_t> ids;
+  std::vector<std::string> sessions, unhealthy;
+  std::vector<bool> busy;
+  for (const auto& b : beats) {
+    ids.push_back(b.agent_id);
+    sessions.push_back(b.session);
+    busy.push_back(b.busy);
+    unhealthy.push_back(b.unhealthy);
+  }
   return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
-    w.exec_params0("UPDATE agents SET last_seen = tunectl_now(), busy = $2 WHERE id = $1", agent_id,
-                   busy);
+    // connected = true: a live session here is the truth, also after an outage in which the
+    // agent was expired from its stale last_seen.
+    w.exec_params0(
+        "UPDATE agents a SET last_seen = tunectl_now(), connected = true, busy = b.busy, "
+        "unhealthy = b.unhealthy FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[]) "
+        "AS b(id, session, busy, unhealthy) WHERE a.id = b.id AND a.session = b.session",
+        PgArray(ids), PgArray(sessions), PgArray(busy), PgArray(unhealthy));
     return true;
   }));
 }
 
-Status Store::DisconnectAgent(int64_t agent_id, const std::string& session) {
+Status Store::DisconnectAgent(int64_t agent_id, const std::string& session, bool fresh) {
   return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
     auto r = w.exec_params(
-        "UPDATE agents SET connected = false, last_seen = tunectl_now() WHERE id = $1 AND session "
-        "= $2 "
-        "RETURNING name",
-        agent_id, session);
+        "UPDATE agents SET connected = false, last_seen = CASE WHEN $3 THEN tunectl_now() ELSE "
+        "last_seen END WHERE id = $1 AND session = $2 RETURNING name",
+        agent_id, session, fresh);
     if (!r.empty())
       Audit(w, "agent:" + r[0][0].as<std::string>(), "agent.disconnected", "agent", agent_id,
             json::object());
@@ -78,11 +92,12 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
   return InTx<std::vector<AgentRow>>(
       pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<AgentRow>> {
         std::vector<AgentRow> out;
-        auto r = w.exec(
-            Sql("SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
-                "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
-                "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
-                "{held}) AS running, a.busy AS busy FROM agents a ORDER BY a.name"));
+        auto r = w.exec(Sql(
+            "SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
+            "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
+            "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
+            "{held}) AS running, a.busy AS busy, a.unhealthy AS unhealthy FROM agents a ORDER BY "
+            "a.name"));
         for (const auto& row : r) {
           AgentRow a;
           a.id = row["id"].as<int64_t>();
@@ -94,23 +109,31 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
           a.last_seen = row["last_seen"].as<std::string>();
           a.running = row["running"].as<int>();
           a.busy = row["busy"].as<bool>();
+          a.unhealthy = row["unhealthy"].as<std::string>();
           out.push_back(a);
         }
         return out;
       });
 }
 
-Result<int> Store::ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active) {
-  return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
+Result<Reconciled> Store::ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active) {
+  return InTx<Reconciled>(pool_, clock_, [&](pqxx::work& w) -> Result<Reconciled> {
+    Reconciled out;
     std::set<RunRef> keep(active.begin(), active.end());
     std::vector<int64_t> stale;
     auto r = w.exec_params(
         Sql("SELECT id, attempt FROM runs WHERE agent_id = $1 AND state IN {held}"), agent_id);
+    std::set<RunRef> held;
     for (const auto& row : r) {
       RunRef ref{row[0].as<int64_t>(), row[1].as<int>()};
+      held.insert(ref);
       if (!keep.count(ref)) stale.push_back(ref.run_id);
     }
-    return RequeueRuns(w, stale, "was not running on its agent after a reconnect", "server");
+    for (const auto& a : active)
+      if (!held.count(a)) out.stop.push_back(a);
+    out.requeued =
+        RequeueRuns(w, stale, "was not running on its agent after a reconnect", "server");
+    return out;
   });
 }
 
@@ -138,32 +161,109 @@ Result<int> Store::ExpireAgents(int timeout_s) {
   });
 }
 
-Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,
-                                                 int slots, const std::string& open_windows) {
-  return InTx<std::vector<
-      LaunchPlan>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<LaunchPlan>> {
-    std::vector<LaunchPlan> out;
-    if (slots <= 0) return out;
-    // A schedule's agent cap is checked against the runs active now; claims that could raise
-    // it are serialized so two agents cannot both take the last place.
-    if (!w.exec("SELECT 1 FROM schedules WHERE max_agents > 0 LIMIT 1").empty())
+Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
+    const std::vector<ClaimRequest>& agents, const std::string& open_windows) {
+  using Plans = std::map<int64_t, std::vector<LaunchPlan>>;
+  return InTx<Plans>(pool_, clock_, [&](pqxx::work& w) -> Result<Plans> {
+    Plans out;
+    std::vector<int64_t> ids;
+    for (const auto& a : agents)
+      if (a.slots > 0) ids.push_back(a.agent_id);
+    if (ids.empty()) return out;
+    std::map<int64_t, int> held;
+    for (const auto& r : w.exec_params(Sql("SELECT agent_id, count(*) AS n FROM runs WHERE "
+                                           "agent_id = ANY($1::bigint[]) AND state IN {held} "
+                                           "GROUP BY agent_id"),
+                                       PgArray(ids)))
+      held[r["agent_id"].as<int64_t>()] = r["n"].as<int>();
+    std::vector<ClaimSlot> slots;
+    std::vector<int64_t> free_ids;
+    std::set<LabelMap> label_sets;
+    std::map<int64_t, const ClaimRequest*> by_id;
+    int free_total = 0;
+    for (const auto& a : agents) {
+      const int free = a.slots - held[a.agent_id];
+      if (free <= 0 || by_id.count(a.agent_id)) continue;
+      slots.push_back({a.agent_id, a.labels, free});
+      free_ids.push_back(a.agent_id);
+      label_sets.insert(a.labels);
+      by_id[a.agent_id] = &a;
+      free_total += free;
+    }
+    if (slots.empty()) return out;
+    // A schedule's agent cap is checked against the runs active now; claims that could raise it
+    // are serialized so two servers cannot both take the last place.
+    std::map<int64_t, ScheduleCap> caps;
+    if (!w.exec("SELECT 1 FROM schedules WHERE max_agents > 0 LIMIT 1").empty()) {
       w.exec("SELECT pg_advisory_xact_lock(7325001)");
-    auto r = w.exec_params(
-        Sql("WITH c AS (SELECT r.id FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
-            "LEFT JOIN schedules s ON s.id = r.schedule_id WHERE r.state = 'queued' AND r.selector "
-            "<@ $1::jsonb AND (e.agent_id IS NULL OR e.agent_id = $3 OR NOT EXISTS (SELECT 1 FROM "
-            "agents a WHERE a.id = e.agent_id AND a.connected)) AND (r.schedule_id IS NULL OR "
-            "(COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s AND "
-            "(s.max_agents = 0 OR EXISTS (SELECT 1 FROM runs x WHERE x.schedule_id = r.schedule_id "
-            "AND x.agent_id = $3 AND x.state IN {held}) OR (SELECT count(DISTINCT x.agent_id) FROM "
-            "runs x WHERE x.schedule_id = r.schedule_id AND x.state IN {held}) < s.max_agents))) "
-            "ORDER BY r.id LIMIT GREATEST(0, $2 - (SELECT count(*) FROM runs b WHERE b.agent_id = "
-            "$3 AND b.state IN {held})) FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET state = "
-            "'assigned', agent_id = $3, assigned_at = tunectl_now(), reason = '' FROM c, workloads "
-            "wl WHERE runs.id = c.id AND wl.id = runs.workload_id RETURNING runs.id, runs.attempt, "
-            "runs.launch::text AS launch, wl.name AS workload"),
-        MapToJson(labels), slots, agent_id, open_windows);
-    for (const auto& row : r) {
+      for (const auto& r :
+           w.exec(Sql("SELECT s.id AS id, s.max_agents AS max_agents, x.agent_id AS agent_id FROM "
+                      "schedules s LEFT JOIN runs x ON x.schedule_id = s.id AND x.state IN {held} "
+                      "WHERE s.max_agents > 0"))) {
+        ScheduleCap& c = caps[r["id"].as<int64_t>()];
+        c.max_agents = r["max_agents"].as<int>();
+        if (!r["agent_id"].is_null()) c.agents.insert(r["agent_id"].as<int64_t>());
+      }
+    }
+    json labels = json::array();
+    for (const auto& l : label_sets) labels.push_back(l);
+    // The oldest queued runs some agent here could take: a selector one of them satisfies, a
+    // window open long enough, not kept on another server's agent, and no more of the runs kept
+    // on one of these agents than it has free slots (so they cannot crowd out the others).
+    std::vector<int64_t> free_counts;
+    for (const auto& sl : slots) free_counts.push_back(sl.free);
+    w.conn().prepare(
+        "tunectl_claim_candidates",
+        "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, free)), c AS "
+        "(SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn "
+        "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id "
+        "= e.agent_id AND p.connected AND p.unhealthy = '' WHERE r.state = 'queued' AND (p.id IS "
+        "NULL OR p.id = ANY($1::bigint[])) AND EXISTS (SELECT 1 FROM jsonb_array_elements($3::"
+        "jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR COALESCE(($4::jsonb ->> "
+        "r.schedule_id::text)::bigint, -1) >= r.expected_s)) SELECT r.id AS id, r.selector::text "
+        "AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, COALESCE(r.schedule_id, 0) "
+        "AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c JOIN runs r ON r.id = c.id LEFT "
+        "JOIN f ON f.agent_id = c.pinned WHERE r.state = 'queued' AND (c.pinned IS NULL OR c.rn "
+        "<= f.free) ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED");
+    std::vector<ClaimCandidate> candidates;
+    for (const auto& r :
+         w.exec_prepared("tunectl_claim_candidates", PgArray(free_ids), PgArray(free_counts),
+                         labels.dump(), open_windows, free_total + 16)) {
+      ClaimCandidate c;
+      c.run_id = r["id"].as<int64_t>();
+      c.selector = JsonToMap(r["selector"].as<std::string>());
+      c.experiment_id = r["experiment_id"].as<int64_t>();
+      c.schedule_id = r["schedule_id"].as<int64_t>();
+      c.pinned_agent = r["pinned"].as<int64_t>();
+      candidates.push_back(std::move(c));
+    }
+    const std::vector<ClaimPick> picks = PlanClaims(slots, candidates, caps);
+    if (picks.empty()) return out;
+    std::vector<int64_t> runs, owners;
+    std::vector<std::string> sessions;
+    for (const auto& p : picks) {
+      runs.push_back(p.run_id);
+      owners.push_back(p.agent_id);
+      sessions.push_back(by_id[p.agent_id]->session);
+    }
+    // One statement claims every pick, each only while its agent is still held by the session
+    // that asked, and audits it.
+    w.conn().prepare(
+        "tunectl_claim",
+        "WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(run_id, "
+        "agent_id, session)), u AS (UPDATE runs SET state = 'assigned', agent_id = p.agent_id, "
+        "assigned_at = tunectl_now(), reason = '' FROM p, agents a WHERE runs.id = p.run_id AND "
+        "runs.state = 'queued' AND a.id = p.agent_id AND (p.session = '' OR (a.connected AND "
+        "a.session = p.session)) RETURNING runs.id, runs.attempt, runs.agent_id, runs.launch, "
+        "runs.workload_id, runs.experiment_id), au AS (INSERT INTO audit_events(actor, kind, "
+        "entity, entity_id, detail) SELECT 'server', 'run.assigned', 'run', u.id, "
+        "jsonb_build_object('agent_id', u.agent_id, 'attempt', u.attempt) FROM u) SELECT u.id AS "
+        "id, u.attempt AS attempt, u.agent_id AS agent_id, u.launch::text AS launch, "
+        "u.experiment_id AS experiment_id, wl.name AS workload FROM u JOIN workloads wl ON wl.id "
+        "= u.workload_id ORDER BY u.id");
+    std::map<int64_t, int64_t> first_agent;  // experiment -> the agent of its first claimed run
+    for (const auto& row :
+         w.exec_prepared("tunectl_claim", PgArray(runs), PgArray(owners), PgArray(sessions))) {
       LaunchPlan p;
       p.run_id = row["id"].as<int64_t>();
       p.attempt = row["attempt"].as<int>();
@@ -177,24 +277,59 @@ Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMa
       p.metrics = rec->Rules();
       p.timeout_ms = rec->timeout_ms;
       p.duration_ms = rec->duration_ms;
-      Audit(w, "server", "run.assigned", "run", p.run_id,
-            {{"agent_id", agent_id}, {"attempt", p.attempt}});
-      out.push_back(std::move(p));
+      const int64_t agent = row["agent_id"].as<int64_t>();
+      if (!row["experiment_id"].is_null())
+        first_agent.emplace(row["experiment_id"].as<int64_t>(), agent);
+      out[agent].push_back(std::move(p));
     }
     // Keep an experiment's control and variant runs on one agent where possible (same node,
     // same noise); another agent takes over only while this one is disconnected. Best effort:
     // an experiment locked by a cancel or a decision is skipped, never waited for (lock order).
-    if (!out.empty())
+    if (!first_agent.empty()) {
+      std::vector<int64_t> exps, exp_agents;
+      for (const auto& [e, a] : first_agent) {
+        exps.push_back(e);
+        exp_agents.push_back(a);
+      }
       w.exec_params0(
-          "UPDATE experiments SET agent_id = $1 WHERE id IN (SELECT e.id FROM experiments e "
-          "WHERE (e.agent_id IS NULL OR NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = "
-          "e.agent_id AND a.connected)) AND e.id IN (SELECT experiment_id FROM runs WHERE "
-          "agent_id = $1 AND state = 'assigned' AND experiment_id IS NOT NULL) "
-          "FOR UPDATE SKIP LOCKED)",
-          agent_id);
-    std::sort(out.begin(), out.end(),
-              [](const LaunchPlan& a, const LaunchPlan& b) { return a.run_id < b.run_id; });
+          "UPDATE experiments SET agent_id = x.agent_id FROM (SELECT e.id, s.agent_id FROM "
+          "experiments e JOIN unnest($1::bigint[], $2::bigint[]) AS s(experiment_id, agent_id) ON "
+          "s.experiment_id = e.id WHERE e.agent_id IS NULL OR (e.agent_id <> s.agent_id AND NOT "
+          "EXISTS (SELECT 1 FROM agents a WHERE a.id = e.agent_id AND a.connected AND a.unhealthy "
+          "= '')) FOR UPDATE OF e SKIP LOCKED) x WHERE experiments.id = x.id",
+          PgArray(exps), PgArray(exp_agents));
+    }
     return out;
+  });
+}
+
+Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,
+                                                 int slots, const std::string& open_windows) {
+  auto plans = ClaimRunsFor({{agent_id, "", labels, slots}}, open_windows);
+  if (!plans.ok()) return plans.status();
+  return std::move((*plans)[agent_id]);
+}
+
+Result<int> Store::ReleaseClaims(int64_t agent_id, const std::vector<RunRef>& runs) {
+  if (runs.empty()) return 0;
+  std::vector<int64_t> ids, attempts;
+  for (const auto& r : runs) {
+    ids.push_back(r.run_id);
+    attempts.push_back(r.attempt);
+  }
+  return InTx<int>(pool_, clock_, [&](pqxx::work& w) -> Result<int> {
+    auto r = w.exec_params(
+        "UPDATE runs SET state = 'queued', agent_id = NULL, assigned_at = NULL, reason = '' "
+        "FROM unnest($1::bigint[], $2::bigint[]) AS x(id, attempt) WHERE runs.id = x.id AND "
+        "runs.attempt = x.attempt AND runs.agent_id = $3 AND runs.state = 'assigned' RETURNING "
+        "runs.id, runs.attempt",
+        PgArray(ids), PgArray(attempts), agent_id);
+    for (const auto& row : r)
+      Audit(w, "server", "run.released", "run", row[0].as<int64_t>(),
+            {{"agent_id", agent_id},
+             {"attempt", row[1].as<int>()},
+             {"why", "the agent's stream ended before the run reached it"}});
+    return static_cast<int>(r.size());
   });
 }
 
@@ -210,15 +345,25 @@ Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id) {
   }));
 }
 
-Result<PendingCancelList> Store::PendingCancels(int64_t agent_id) {
-  return InTx<PendingCancelList>(pool_, clock_, [&](pqxx::work& w) -> Result<PendingCancelList> {
-    PendingCancelList out;
-    for (const auto& r : w.exec_params(Sql("SELECT id, attempt FROM runs WHERE agent_id = $1 AND "
-                                           "cancel_requested AND state IN {held}"),
-                                       agent_id))
-      out.push_back({r[0].as<int64_t>(), r[1].as<int>()});
+Result<std::map<int64_t, PendingCancelList>> Store::PendingCancelsFor(
+    const std::vector<int64_t>& agent_ids) {
+  using Out = std::map<int64_t, PendingCancelList>;
+  return InTx<Out>(pool_, clock_, [&](pqxx::work& w) -> Result<Out> {
+    Out out;
+    if (agent_ids.empty()) return out;
+    for (const auto& r : w.exec_params(Sql("SELECT agent_id, id, attempt FROM runs WHERE "
+                                           "cancel_requested AND agent_id = ANY($1::bigint[]) "
+                                           "AND state IN {held} ORDER BY id"),
+                                       PgArray(agent_ids)))
+      out[r[0].as<int64_t>()].push_back({r[1].as<int64_t>(), r[2].as<int>()});
     return out;
   });
+}
+
+Result<PendingCancelList> Store::PendingCancels(int64_t agent_id) {
+  auto all = PendingCancelsFor({agent_id});
+  if (!all.ok()) return all.status();
+  return std::move((*all)[agent_id]);
 }
 
 }  // namespace tunectl

@@ -98,7 +98,7 @@ Result<std::vector<ScheduleRow>> Store::ListSchedules() {
 }
 
 Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) {
-  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
+  return InTxOnce(pool_, clock_, in.request_id, "batch", [&](pqxx::work& w) -> Result<int64_t> {
     if (in.correction != "holm" && in.correction != "bh")
       return Status::InvalidArgument("--correction: \"" + in.correction +
                                      "\" is not allowed; allowed: holm, bh");

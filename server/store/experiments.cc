@@ -408,31 +408,32 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
 }  // namespace internal
 
 Result<int64_t> Store::CreateHypothesis(const HypothesisIn& in, const std::string& actor) {
-  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
-    auto b = ResolveBaseline(w, in.workload, in.baseline_id);
-    if (!b.ok()) return b.status();
-    const WorkloadSpec& spec = b->workload.spec;
-    auto change = ParseVary(spec, b->params, in.vary);
-    if (!change.ok())
-      return Status::InvalidArgument(
-          std::string(change.status().message()).replace(0, 6, "--param"));
-    if (in.expect.empty())
-      return Status::InvalidArgument(
-          "--expect: missing; say what should happen, e.g. --expect \"samples_per_s +10%\"");
-    auto expect = ParseExpectation(spec, in.expect);
-    if (!expect.ok()) return expect.status();
-    const int64_t id =
-        w.exec_params1(
-             "INSERT INTO hypotheses(workload_id, baseline_id, change, expect_metric, "
-             "expect_direction, expect_size, expect_text, evidence, statement, actor) "
-             "VALUES ($1,$2,$3::json,$4,$5,$6,$7,$8,$9,$10) RETURNING id",
-             b->workload.id, b->id, ChangeToJson(*change), expect->metric, expect->direction,
-             expect->size, expect->text, in.evidence, in.statement, actor)[0]
-            .as<int64_t>();
-    Audit(w, actor, "hypothesis.created", "hypothesis", id,
-          {{"baseline", b->id}, {"change", change->Describe()}, {"expect", expect->text}});
-    return id;
-  });
+  return InTxOnce(
+      pool_, clock_, in.request_id, "hypothesis", [&](pqxx::work& w) -> Result<int64_t> {
+        auto b = ResolveBaseline(w, in.workload, in.baseline_id);
+        if (!b.ok()) return b.status();
+        const WorkloadSpec& spec = b->workload.spec;
+        auto change = ParseVary(spec, b->params, in.vary);
+        if (!change.ok())
+          return Status::InvalidArgument(
+              std::string(change.status().message()).replace(0, 6, "--param"));
+        if (in.expect.empty())
+          return Status::InvalidArgument(
+              "--expect: missing; say what should happen, e.g. --expect \"samples_per_s +10%\"");
+        auto expect = ParseExpectation(spec, in.expect);
+        if (!expect.ok()) return expect.status();
+        const int64_t id =
+            w.exec_params1(
+                 "INSERT INTO hypotheses(workload_id, baseline_id, change, expect_metric, "
+                 "expect_direction, expect_size, expect_text, evidence, statement, actor) "
+                 "VALUES ($1,$2,$3::json,$4,$5,$6,$7,$8,$9,$10) RETURNING id",
+                 b->workload.id, b->id, ChangeToJson(*change), expect->metric, expect->direction,
+                 expect->size, expect->text, in.evidence, in.statement, actor)[0]
+                .as<int64_t>();
+        Audit(w, actor, "hypothesis.created", "hypothesis", id,
+              {{"baseline", b->id}, {"change", change->Describe()}, {"expect", expect->text}});
+        return id;
+      });
 }
 
 Result<HypothesisRow> Store::GetHypothesis(int64_t id) {
@@ -460,8 +461,8 @@ Result<std::vector<HypothesisRow>> Store::ListHypotheses(const std::string& work
 }
 
 Result<int64_t> Store::CreateExperiment(const ExperimentIn& in, const std::string& actor) {
-  return InTx<int64_t>(pool_, clock_,
-                       [&](pqxx::work& w) { return CreateExperimentTx(w, in, actor); });
+  return InTxOnce(pool_, clock_, in.request_id, "experiment",
+                  [&](pqxx::work& w) { return CreateExperimentTx(w, in, actor); });
 }
 
 Result<ExperimentRow> Store::GetExperiment(int64_t id) {

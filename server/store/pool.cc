@@ -33,9 +33,26 @@ std::string ConnectionPool::WithConnectTimeout(std::string dsn) {
   return dsn + (dsn.empty() ? "" : " ") + "connect_timeout=5";
 }
 
+void ConnectionPool::MarkDown(const std::string& why) {
+  std::lock_guard<std::mutex> g(mu_);
+  down_ = why.empty() ? "it does not answer" : why;
+  cv_.notify_all();
+}
+
+void ConnectionPool::MarkUp() {
+  std::lock_guard<std::mutex> g(mu_);
+  down_.clear();
+}
+
 Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return !idle_.empty() || open_ < max_; });
+  const bool got = cv_.wait_for(l, std::chrono::milliseconds(wait_ms),
+                                [&] { return !down_.empty() || !idle_.empty() || open_ < max_; });
+  if (!down_.empty()) return Status::Unavailable("database unavailable: " + down_);
+  if (!got)
+    return Status::Unavailable("database unavailable: all " + std::to_string(max_) +
+                               " connections stayed busy for " + std::to_string(wait_ms / 1000) +
+                               " s");
   if (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();

@@ -1,5 +1,8 @@
 // A small pool of libpqxx connections. Thread-safe; a Lease returns its connection on
-// destruction (a broken connection is dropped and reopened on the next Acquire).
+// destruction (a broken connection is dropped and reopened on the next Acquire). A pool marked
+// down (by the server's health probe: the database stopped answering) refuses at once with
+// Unavailable, so requests fail fast instead of hanging on a frozen database; an Acquire that
+// finds every connection busy gives up after `wait_ms`.
 #pragma once
 
 #include <condition_variable>
@@ -34,6 +37,9 @@ class ConnectionPool {
 
   Result<Lease> Acquire();
   const std::string& dsn() const { return dsn_; }
+  void MarkDown(const std::string& why);  // Acquire fails with "database unavailable: <why>"
+  void MarkUp();
+  int wait_ms = 10000;  // longest wait for a free connection
 
  private:
   ConnectionPool(std::string dsn, int max_size)
@@ -49,6 +55,7 @@ class ConnectionPool {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_;
   int open_ = 0;
+  std::string down_;  // why the database is considered unavailable; "" = up
 };
 
 }  // namespace tunectl

@@ -236,8 +236,8 @@ Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repea
 using namespace internal;  // NOLINT(google-build-using-namespace): the store's own helpers
 
 Result<int64_t> Store::CreateBaseline(const std::string& workload, int repeats,
-                                      const std::string& actor) {
-  return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
+                                      const std::string& actor, const std::string& request_id) {
+  return InTxOnce(pool_, clock_, request_id, "baseline", [&](pqxx::work& w) -> Result<int64_t> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
     if (repeats < 0 || repeats > 1000)
@@ -485,7 +485,12 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
             .as<int64_t>();
     report.window_cancel = r[0]["cancel_reason"].as<std::string>() == "window";
     report.stderr_tail = res.stderr_tail;
+    report.infra_failure = res.infra_failure;
     const RunOutcome outcome = DecideRunOutcome(report);
+    if (outcome.retry) {
+      RequeueRuns(w, {run_id}, outcome.reason, actor);
+      return true;
+    }
     if (outcome.requeue) {
       // Stopped at the end of its window (policy requeue): a new attempt that does not count
       // against the run's attempts.

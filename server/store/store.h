@@ -102,6 +102,7 @@ struct AgentRow {
   int running = 0;
   bool connected = false;
   bool busy = false;
+  std::string unhealthy;  // why the node cannot run jobs now; "" = healthy
   std::string version;
   std::string last_seen;
 };
@@ -129,6 +130,26 @@ struct RunRef {
 
 using PendingCancelList = std::vector<RunRef>;
 
+struct Reconciled {
+  int requeued = 0;          // held runs it did not report: requeued or lost
+  std::vector<RunRef> stop;  // runs it reported that are not its current attempt any more
+};
+
+// One agent session asking for runs in a dispatch pass.
+struct ClaimRequest {
+  int64_t agent_id = 0;
+  std::string session;  // the claim holds only while the agent row names this session ("" = any)
+  LabelMap labels;
+  int slots = 0;
+};
+
+struct AgentBeat {
+  int64_t agent_id = 0;
+  std::string session;
+  bool busy = false;
+  std::string unhealthy;  // "" = healthy
+};
+
 struct SampleIn {
   std::string metric;
   int64_t step = 0;
@@ -144,6 +165,7 @@ struct RunResult {
   int64_t batches = 0;
   int64_t lines = 0;
   bool duration_reached = false;  // stability run stopped by the agent at its duration
+  bool infra_failure = false;     // the node could not run it: retried as a new attempt
 };
 
 struct HypothesisRow {
@@ -161,6 +183,7 @@ struct HypothesisIn {
   int64_t baseline_id = 0;  // 0 = latest completed baseline of the current config
   std::vector<std::string> vary;
   std::string expect, evidence, statement;
+  std::string request_id;  // the client's key: a retry does not create twice
 };
 
 struct ExperimentRow {
@@ -189,6 +212,7 @@ struct ExperimentIn {
   int repeats = 0;          // per arm; 0 = the workload's run.repeats
   int64_t batch_id = 0;     // set by CreateBatch
   int64_t schedule_id = 0;  // runs only inside this schedule's windows
+  std::string request_id;   // the client's key: a retry does not create twice
 };
 
 struct ConfigVersionRow {
@@ -231,6 +255,7 @@ struct BatchIn {
   std::string schedule;           // "" = no window
   int repeats = 0;
   std::string correction = "holm";
+  std::string request_id;  // the client's key: a retry does not create twice
 };
 
 struct BatchRow {
@@ -323,8 +348,10 @@ class Store {
   Result<WorkloadRow> GetWorkload(const std::string& name);
 
   // Baselines: creates the baseline and its queued runs at the workload's current config.
-  Result<int64_t> CreateBaseline(const std::string& workload, int repeats,
-                                 const std::string& actor);
+  // A `request_id` (the client's key, "" = none) makes a retry return the baseline the first
+  // request created instead of creating another; likewise for every create below.
+  Result<int64_t> CreateBaseline(const std::string& workload, int repeats, const std::string& actor,
+                                 const std::string& request_id = "");
   Result<BaselineRow> GetBaseline(int64_t id);
   // Stops a running baseline, periodic check or stability run: queued runs are cancelled,
   // running ones are stopped by their agents (their results count as cancelled, not failed).
@@ -339,24 +366,38 @@ class Store {
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
                                 const std::string& version, const std::string& session,
                                 const AgentNameClaim& claim = AgentNameClaim());
-  Status TouchAgent(int64_t agent_id, bool busy = false);
-  // Marks the agent disconnected if `session` still owns it.
-  Status DisconnectAgent(int64_t agent_id, const std::string& session);
+  // Liveness of many agents in one statement (a dispatcher flushes its sessions' heartbeats once
+  // per interval): last_seen = now, busy and unhealthy as reported. A row whose session is no
+  // longer `session` (another process took the name) is left alone.
+  Status TouchAgents(const std::vector<AgentBeat>& beats);
+  // Marks the agent disconnected if `session` still owns it. `fresh`: last_seen = now, so it has
+  // a full --agent-timeout to come back with its runs (a stream that ended); false when the
+  // session is closed because the agent already went silent (its lease runs from its last beat).
+  Status DisconnectAgent(int64_t agent_id, const std::string& session, bool fresh = true);
   Result<std::vector<AgentRow>> ListAgents();
 
-  // Runs this agent holds in assigned/running state that it did not report as active are
-  // requeued (new attempt) or marked lost when out of attempts. Returns how many.
-  Result<int> ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active);
+  // After a Hello: runs this agent holds (assigned/running) that it did not report are requeued
+  // (new attempt) or lost when out of attempts; runs it reported that are no longer its current
+  // attempt (the server gave up on them while it was away) are returned for it to stop.
+  Result<Reconciled> ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active);
   // Agents silent for longer than `timeout_s`: disconnect them and reconcile their runs.
   Result<int> ExpireAgents(int timeout_s);
 
-  // Dispatch: claims queued runs whose selector matches `labels`, up to the agent's free slots
-  // (`slots` minus its assigned/running runs), atomically (FOR UPDATE SKIP LOCKED): two claimers
-  // never get the same run.
-  // Runs of scheduled experiments are claimed only when their schedule is in `open_windows`
-  // ({"schedule id": seconds left in its window}) with at least their expected duration left.
+  // Dispatch, for every agent with free slots in one transaction: queued runs whose selector
+  // matches its labels, up to its free slots (`slots` minus its assigned/running runs), planned
+  // by core's PlanClaims and claimed atomically (FOR UPDATE SKIP LOCKED: two servers never get
+  // the same run). A claim holds only while the agent row is connected under `session` ("" = no
+  // check). Runs of scheduled experiments are claimed only when their schedule is in
+  // `open_windows` ({"schedule id": seconds left in its window}) with at least their expected
+  // duration left. Returns the plans by agent id, oldest run first.
+  Result<std::map<int64_t, std::vector<LaunchPlan>>> ClaimRunsFor(
+      const std::vector<ClaimRequest>& agents, const std::string& open_windows = "{}");
+  // One agent's claim (ClaimRunsFor with one request and no session check).
   Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots,
                                             const std::string& open_windows = "{}");
+  // Runs claimed for an agent whose stream ended before they reached it: queued again as the
+  // same attempt (it never started). Returns how many.
+  Result<int> ReleaseClaims(int64_t agent_id, const std::vector<RunRef>& runs);
   Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id);
   // Stores a batch once: returns false when (run, attempt, seq) was already stored. With
   // `reporter` (an agent session's agent id), only a batch for the run's current attempt, assigned
@@ -370,7 +411,9 @@ class Store {
   // assigned to another agent is FailedPrecondition and changes nothing.
   Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor,
                    std::optional<int64_t> reporter = std::nullopt);
-  // Runs on this agent whose experiment was cancelled: the dispatcher sends Cancel for them.
+  // Runs on these agents that were asked to stop: the dispatcher sends Cancel for them.
+  Result<std::map<int64_t, PendingCancelList>> PendingCancelsFor(
+      const std::vector<int64_t>& agent_ids);
   Result<PendingCancelList> PendingCancels(int64_t agent_id);
 
   // The loop.
@@ -402,7 +445,8 @@ class Store {
   // One long run of the current config, stopped at `duration_s` and judged within itself.
   // `schedule` (optional) gates its start to a window with at least the duration left.
   Result<StabilityRow> CreateStabilityRun(const std::string& workload, int64_t duration_s,
-                                          const std::string& schedule, const std::string& actor);
+                                          const std::string& schedule, const std::string& actor,
+                                          const std::string& request_id = "");
   // Periodic checks: `repeats` runs of the current config in each window of `schedule`.
   Result<WatchRow> CreateWatch(const std::string& workload, const std::string& schedule,
                                int repeats, const std::string& actor);

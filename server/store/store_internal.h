@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <pqxx/pqxx>
 #include <string>
 #include <typeinfo>
@@ -71,6 +72,37 @@ Result<T> InTx(ConnectionPool* pool, const Clock* clock, F&& f) {
   }
 }
 
+// Create requests that carry a client's key (requests table, migration 0010). Claim: checks the
+// key (8..128 of [A-Za-z0-9_-]), serializes requests with the same key for this transaction and
+// returns the id an earlier request with it created (NotFound-free: nullopt when it is new; a key
+// used for another kind is InvalidArgument). Record: remembers what this one created.
+Result<std::optional<int64_t>> ClaimRequestKey(pqxx::work& w, const std::string& key,
+                                               const std::string& kind);
+void RecordRequestKey(pqxx::work& w, const std::string& key, const std::string& kind, int64_t id);
+
+// InTx for a create request with a client key (empty = none): a retry of a request that already
+// committed returns what it created (`load` from its id) instead of creating it again.
+template <typename T, typename F, typename IdOf, typename Load>
+Result<T> InTxOnce(ConnectionPool* pool, const Clock* clock, const std::string& key,
+                   const std::string& kind, F&& f, IdOf&& id_of, Load&& load) {
+  return InTx<T>(pool, clock, [&](pqxx::work& w) -> Result<T> {
+    if (key.empty()) return f(w);
+    auto seen = ClaimRequestKey(w, key, kind);
+    if (!seen.ok()) return seen.status();
+    if (*seen) return load(w, **seen);
+    Result<T> r = f(w);
+    if (r.ok()) RecordRequestKey(w, key, kind, id_of(*r));
+    return r;
+  });
+}
+template <typename F>
+Result<int64_t> InTxOnce(ConnectionPool* pool, const Clock* clock, const std::string& key,
+                         const std::string& kind, F&& f) {
+  return InTxOnce<int64_t>(
+      pool, clock, key, kind, std::forward<F>(f), [](int64_t id) { return id; },
+      [](pqxx::work&, int64_t id) -> Result<int64_t> { return id; });
+}
+
 Status ToStatus(const Result<bool>& r);
 std::string MapToJson(const std::map<std::string, std::string>& m);
 std::map<std::string, std::string> JsonToMap(const std::string& text);
@@ -80,6 +112,11 @@ void Audit(pqxx::work& w, const std::string& actor, const std::string& kind,
 // experiment, enforced by the schema). `experiment_id` 0 = none.
 void AppendLog(pqxx::work& w, int64_t workload_id, int64_t experiment_id, LogKind kind,
                const std::string& actor, const std::string& entry_json);
+
+// PostgreSQL array literals for one-statement bulk operations ($1::bigint[], unnest(…)).
+std::string PgArray(const std::vector<int64_t>& v);
+std::string PgArray(const std::vector<std::string>& v);  // text[]: every element quoted
+std::string PgArray(const std::vector<bool>& v);
 
 // SQL lists of run states, built from core's one list.
 const std::string& ActiveStatesSql();  // ('queued','assigned','running')

@@ -1,4 +1,6 @@
 // Store helpers shared by every aggregate's file: codecs, audit events, loading run facts.
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -8,6 +10,29 @@
 
 namespace tunectl {
 namespace internal {
+
+Result<std::optional<int64_t>> ClaimRequestKey(pqxx::work& w, const std::string& key,
+                                               const std::string& kind) {
+  const bool ok_chars = std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+  if (key.size() < 8 || key.size() > 128 || !ok_chars)
+    return Status::InvalidArgument("request_id: \"" + key.substr(0, 140) +
+                                   "\" is not allowed; allowed 8 to 128 letters, digits, '-' "
+                                   "or '_' (the CLI makes one per command; --request-id reuses "
+                                   "one)");
+  w.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 7325002))", key);
+  auto r = w.exec_params("SELECT kind, entity_id FROM requests WHERE key = $1", key);
+  if (r.empty()) return std::optional<int64_t>();
+  if (r[0]["kind"].as<std::string>() != kind)
+    return Status::InvalidArgument("request_id: \"" + key + "\" was already used to create a " +
+                                   r[0]["kind"].as<std::string>() + "; use a new one");
+  return std::optional<int64_t>(r[0]["entity_id"].as<int64_t>());
+}
+
+void RecordRequestKey(pqxx::work& w, const std::string& key, const std::string& kind, int64_t id) {
+  w.exec_params0("INSERT INTO requests(key, kind, entity_id) VALUES ($1, $2, $3)", key, kind, id);
+}
 
 Status ToStatus(const Result<bool>& r) {
   return r.ok() ? Status::Ok() : r.status();
@@ -41,6 +66,31 @@ void AppendLog(pqxx::work& w, int64_t workload_id, int64_t experiment_id, LogKin
       "VALUES ($1, $2, $3, $4, $5::json)",
       workload_id, experiment_id ? std::optional<int64_t>(experiment_id) : std::nullopt, Name(kind),
       actor, entry_json);
+}
+
+std::string PgArray(const std::vector<int64_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+std::string PgArray(const std::vector<std::string>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += i ? ",\"" : "\"";
+    for (char c : v[i]) {
+      if (c == '"' || c == '\\') s += '\\';
+      s += c;
+    }
+    s += '"';
+  }
+  return s + "}";
+}
+
+std::string PgArray(const std::vector<bool>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::string(v[i] ? "t" : "f");
+  return s + "}";
 }
 
 const std::string& ActiveStatesSql() {

@@ -259,27 +259,36 @@ Result<RegressionRecord> Store::ResolveRegression(int64_t id, const std::string&
 
 Result<StabilityRow> Store::CreateStabilityRun(const std::string& workload, int64_t duration_s,
                                                const std::string& schedule,
-                                               const std::string& actor) {
-  return InTx<StabilityRow>(pool_, clock_, [&](pqxx::work& w) -> Result<StabilityRow> {
-    auto wl = ResolveWorkload(w, workload);
-    if (!wl.ok()) return wl.status();
-    if (duration_s < 5 || duration_s > 30LL * 86400)
-      return Status::InvalidArgument("--duration: " + std::to_string(duration_s) +
-                                     "s is out of range; allowed 5s..30d (e.g. 2h, 90m)");
-    BaselineExtras x;
-    x.purpose = "stability";
-    x.duration_s = duration_s;
-    x.expected_s = static_cast<int>(duration_s);
-    if (!schedule.empty()) {
-      auto sid = ScheduleId(w, schedule);
-      if (!sid.ok()) return sid.status();
-      x.schedule_id = *sid;
-    }
-    auto id = CreateBaselineTx(w, *wl, 1, actor, x);
-    if (!id.ok()) return id.status();
-    auto r = w.exec_params(std::string(kStabilitySelect) + "AND b.id = $1", *id);
+                                               const std::string& actor,
+                                               const std::string& request_id) {
+  auto load = [](pqxx::work& w, int64_t id) -> Result<StabilityRow> {
+    auto r = w.exec_params(std::string(kStabilitySelect) + "AND b.id = $1", id);
+    if (r.empty()) return Status::NotFound("stability run " + std::to_string(id) + " not found");
     return StabilityFromRow(r[0]);
-  });
+  };
+  auto id_of = [](const StabilityRow& s) { return s.baseline_id; };
+  return InTxOnce<StabilityRow>(
+      pool_, clock_, request_id, "stability",
+      [&](pqxx::work& w) -> Result<StabilityRow> {
+        auto wl = ResolveWorkload(w, workload);
+        if (!wl.ok()) return wl.status();
+        if (duration_s < 5 || duration_s > 30LL * 86400)
+          return Status::InvalidArgument("--duration: " + std::to_string(duration_s) +
+                                         "s is out of range; allowed 5s..30d (e.g. 2h, 90m)");
+        BaselineExtras x;
+        x.purpose = "stability";
+        x.duration_s = duration_s;
+        x.expected_s = static_cast<int>(duration_s);
+        if (!schedule.empty()) {
+          auto sid = ScheduleId(w, schedule);
+          if (!sid.ok()) return sid.status();
+          x.schedule_id = *sid;
+        }
+        auto id = CreateBaselineTx(w, *wl, 1, actor, x);
+        if (!id.ok()) return id.status();
+        return load(w, *id);
+      },
+      id_of, load);
 }
 
 Result<WatchRow> Store::CreateWatch(const std::string& workload, const std::string& schedule,

@@ -273,9 +273,18 @@ TEST(Store, ReconnectKeepsReportedRunsAndRequeuesTheRest) {
   auto plans = *st.ClaimRuns(agent, {{"pool", "cpu"}}, 2);
   auto n = st.ReconcileAgentRuns(agent, {{plans[0].run_id, plans[0].attempt}});
   ASSERT_TRUE(n.ok());
-  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(n->requeued, 1);
+  EXPECT_TRUE(n->stop.empty());
   EXPECT_EQ(st.GetRun(plans[0].run_id)->state, "assigned");
   EXPECT_EQ(st.GetRun(plans[1].run_id)->state, "queued");
+  // Reporting the superseded attempt again (the agent was away): it is told to stop it.
+  auto again = st.ReconcileAgentRuns(
+      agent, {{plans[0].run_id, plans[0].attempt}, {plans[1].run_id, plans[1].attempt}});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->requeued, 0);
+  ASSERT_EQ(again->stop.size(), 1u);
+  EXPECT_EQ(again->stop[0].run_id, plans[1].run_id);
+  EXPECT_EQ(again->stop[0].attempt, plans[1].attempt);
 }
 
 TEST(Store, RunOutOfAttemptsIsLostAndCompletesBaseline) {
@@ -364,6 +373,30 @@ TEST(Store, ALiveAgentNameIsNotTakenByAnotherProcess) {
   EXPECT_TRUE(st.RegisterAgent("gpu-node", {}, 1, "t", "s4", b).ok());
   ASSERT_TRUE(st.DisconnectAgent(*first, "s4").ok());
   EXPECT_TRUE(st.RegisterAgent("gpu-node", {}, 1, "t", "s5", a).ok());
+}
+
+TEST(Store, ARetriedCreateWithTheSameRequestIdCreatesOnce) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  auto first = st.CreateBaseline("demo", 2, "user:t", "req-0123456789");
+  auto retry = st.CreateBaseline("demo", 2, "user:t", "req-0123456789");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(retry.ok()) << retry.status().message();
+  EXPECT_EQ(*first, *retry);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM baselines"), "1");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs"), "2");
+  auto other = st.CreateBaseline("demo", 2, "user:t", "req-other-key");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, *first);
+  // A key names one request: reused for another kind, or malformed, it is refused.
+  auto stab = st.CreateStabilityRun("demo", 60, "", "user:t", "req-0123456789");
+  ASSERT_FALSE(stab.ok());
+  EXPECT_THAT(stab.status().message(), HasSubstr("already used to create a baseline"));
+  auto bad = st.CreateBaseline("demo", 2, "user:t", "x y");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("request_id: \"x y\" is not allowed"));
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM baselines"), "2");
 }
 
 }  // namespace

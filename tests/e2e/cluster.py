@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -24,8 +25,9 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, server_args=()):
+    def __init__(self, server_args=(), agent_timeout=20):
         self.server_args = tuple(server_args)  # e.g. ("--clock-offset", "6h")
+        self.agent_timeout = agent_timeout
         self.dir = tempfile.mkdtemp(prefix="tunectl-e2e-")
         os.chmod(self.dir, 0o755)  # the embedded PostgreSQL may run as another user
         self.port = free_port()
@@ -43,7 +45,8 @@ class Cluster:
             os.unlink(port_file)
         self.server = subprocess.Popen(
             [os.path.join(BIN, "tunectl-server"), "--data-dir", os.path.join(self.dir, "data"),
-             "--listen", self.addr, "--port-file", port_file, "--agent-timeout", "20",
+             "--listen", self.addr, "--port-file", port_file,
+             "--agent-timeout", str(self.agent_timeout),
              "--http", f"127.0.0.1:{self.http_port}", *self.server_args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -60,11 +63,12 @@ class Cluster:
             self.server.send_signal(signal.SIGTERM)
             self.server.wait(timeout=60)
 
-    def start_agent(self, name, labels=("pool=cpu",), slots=2, extra=()):
+    def start_agent(self, name, labels=("pool=cpu",), slots=2, extra=(), server=None,
+                    runs_dir=None):
         log = open(os.path.join(self.dir, f"agent-{name}.log"), "ab")
-        args = [os.path.join(BIN, "tunectl-agent"), "--server", self.addr, "--name", name,
-                "--slots", str(slots), "--workdir", SRC, "--runs-dir", self.runs_dir(name),
-                "--batch-ms", "200", *extra]
+        args = [os.path.join(BIN, "tunectl-agent"), "--server", server or self.addr, "--name",
+                name, "--slots", str(slots), "--workdir", SRC, "--runs-dir",
+                runs_dir or self.runs_dir(name), "--batch-ms", "200", *extra]
         for l in labels:
             args += ["--label", l]
         self.agents[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -94,6 +98,46 @@ class Cluster:
             time.sleep(0.25)
         raise AssertionError(f"/metrics did not show {text!r} within {timeout}s:\n{body}")
 
+    # --- the embedded PostgreSQL, for outages ------------------------------------------------
+    def pg_dir(self):
+        return os.path.join(self.dir, "data", "pg")
+
+    def pg_pids(self):
+        """The embedded PostgreSQL's postmaster and every process it started."""
+        with open(os.path.join(self.pg_dir(), "data", "postmaster.pid")) as f:
+            master = int(f.readline())
+        pids = [master]
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == master:
+                            pids.append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+        return pids
+
+    def pg_signal(self, sig):
+        for pid in self.pg_pids():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def pg_ctl(self, *args):
+        pg_bin = "/usr/lib/postgresql/15/bin"
+        cmd = [os.path.join(pg_bin, "pg_ctl"), "-D", os.path.join(self.pg_dir(), "data"), *args]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=90)
+
+    def pg_stop(self):
+        self.pg_ctl("-m", "fast", "-w", "stop")
+
+    def pg_start(self):
+        self.pg_ctl("-l", os.path.join(self.pg_dir(), "server.log"), "-w", "-o",
+                    "-k " + os.path.join(self.pg_dir(), "sock"), "start")
+
     def runs_dir(self, agent):
         return os.path.join(self.dir, "runs", agent)
 
@@ -107,7 +151,10 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         self.stop_server()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("TUNECTL_E2E_KEEP"):  # to read the logs of a failed test
+            print(f"kept {self.dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- helpers ------------------------------------------------------------------------------
     def cli(self, *args, check=True, stdin=None):
@@ -160,3 +207,71 @@ def metric_lines(output_log, patterns, json_keys):
                 if isinstance(obj, dict):
                     n += sum(1 for k in json_keys if isinstance(obj.get(k), (int, float)))
     return n
+
+
+class BlackholeProxy:
+    """A TCP proxy on 127.0.0.1 to `target_port`. blackhole() silences every connection open at
+    that moment in both directions without closing it (a half-open link: a node that vanished, a
+    NAT entry that expired); connections made afterwards are forwarded again."""
+
+    def __init__(self, target_port):
+        import threading
+        self._threading = threading
+        self.target = target_port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.addr = f"127.0.0.1:{self.port}"
+        self.conns = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.sock.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                continue
+            state = {"dead": False}
+            self.conns.append((client, upstream, state))
+            for a, b in ((client, upstream), (upstream, client)):
+                self._threading.Thread(target=self._pump, args=(a, b, state), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst, state):
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                return
+            if not data:
+                if not state["dead"]:
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                return
+            if state["dead"]:
+                continue  # swallowed: neither side hears from the other again
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def blackhole(self):
+        for _, _, state in self.conns:
+            state["dead"] = True
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+        for a, b, _ in self.conns:
+            for s in (a, b):
+                try:
+                    s.close()
+                except OSError:
+                    pass

@@ -346,3 +346,31 @@ TEST(BatchViews, AdjustedPIsShownOnlyOnceTheBatchIsCorrected) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(AgentViews, StatusSaysWhyANodeTakesNoWork) {
+  v1::ListAgentsResponse r;
+  auto add = [&](const std::string& name, bool connected, bool busy, const std::string& why) {
+    auto* a = r.add_agents();
+    a->set_name(name);
+    a->set_connected(connected);
+    a->set_busy(busy);
+    a->set_unhealthy(why);
+  };
+  add("n1", true, false, "");
+  add("n2", true, true, "");
+  add("n3", true, false, "runs directory /r is not writable: Read-only file system");
+  add("n4", false, false, "disk nearly full");
+  const Table t = AgentsTable(r);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[0][1], "connected");
+  EXPECT_EQ(t.rows[1][1], "busy (idle probe)");
+  EXPECT_EQ(t.rows[2][1], "unhealthy: runs directory /r is not writable: Read-only file system");
+  EXPECT_EQ(t.rows[3][1], "disconnected");
+  EXPECT_EQ(AgentJson(r.agents(2))["unhealthy"], r.agents(2).unhealthy());
+}
+
+}  // namespace
+}  // namespace tunectl

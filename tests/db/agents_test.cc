@@ -1,0 +1,217 @@
+// The session layer's storage: one claim for every agent, claims tied to the live session,
+// released claims, heartbeats flushed in one statement, cancels for many agents, the node's own
+// failures retried elsewhere, dispatch notifications and a pool that fails fast when marked down.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/store/listener.h"
+#include "server/store/store.h"
+#include "tests/db/test_db.h"
+
+namespace tunectl {
+namespace {
+
+using ::testing::HasSubstr;
+
+WorkloadSpec Spec(const std::string& name = "demo") {
+  auto s = ParseWorkloadSpec("name: " + name + R"(
+command: [train, "{nw}"]
+params:
+  nw: {type: int, default: 1, min: 0, max: 64}
+metrics:
+  sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
+run: {repeats: 3, warmup_steps: 0}
+)");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+int64_t Agent(Store& st, const std::string& name, int slots = 4) {
+  auto id = st.RegisterAgent(name, {{"pool", "cpu"}}, slots, "test", "session-" + name);
+  EXPECT_TRUE(id.ok()) << id.status().message();
+  return *id;
+}
+
+TEST(Agents, OneClaimServesEveryAgentUpToItsFreeSlots) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 10, "user:t").ok());
+  const int64_t a = Agent(st, "a"), b = Agent(st, "b"), c = Agent(st, "c");
+  ASSERT_EQ(st.ClaimRuns(c, {{"pool", "cpu"}}, 1)->size(), 1u);  // c holds one already
+  auto plans = st.ClaimRunsFor({{a, "session-a", {{"pool", "cpu"}}, 3},
+                                {b, "session-b", {{"pool", "cpu"}}, 4},
+                                {c, "session-c", {{"pool", "cpu"}}, 2}});
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  EXPECT_EQ((*plans)[a].size(), 3u);
+  EXPECT_EQ((*plans)[b].size(), 4u);
+  EXPECT_EQ((*plans)[c].size(), 1u);  // 2 slots, 1 held
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned'"), "9");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events WHERE kind = 'run.assigned'"), "9");
+  EXPECT_EQ(db->Scalar("SELECT count(DISTINCT agent_id) FROM runs WHERE state = 'assigned'"), "3");
+}
+
+TEST(Agents, AClaimHoldsOnlyForTheSessionThatHoldsTheAgent) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  const int64_t a = Agent(st, "a");
+  // A stream that ended (its agent reconnected as another session) claims nothing.
+  auto stale = st.ClaimRunsFor({{a, "an-ended-session", {{"pool", "cpu"}}, 2}});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_TRUE((*stale)[a].empty());
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued'"), "2");
+  ASSERT_TRUE(st.DisconnectAgent(a, "session-a").ok());
+  auto gone = st.ClaimRunsFor({{a, "session-a", {{"pool", "cpu"}}, 2}});
+  EXPECT_TRUE((*gone)[a].empty());                                  // nor does a disconnected one
+  ASSERT_TRUE(st.TouchAgents({{a, "session-a", false, ""}}).ok());  // it beats here: live again
+  auto live = st.ClaimRunsFor({{a, "session-a", {{"pool", "cpu"}}, 2}});
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ((*live)[a].size(), 2u);
+}
+
+TEST(Agents, ReleasedClaimsAreQueuedAgainAsTheSameAttempt) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  const int64_t a = Agent(st, "a"), b = Agent(st, "b");
+  auto plans = *st.ClaimRuns(a, {{"pool", "cpu"}}, 2);
+  ASSERT_EQ(plans.size(), 2u);
+  ASSERT_TRUE(st.MarkRunStarted(plans[1].run_id, plans[1].attempt, a).ok());
+  // The stream ended before the runs reached the agent: both are handed back; the one that
+  // already started is not (it is the agent's to report).
+  auto n = st.ReleaseClaims(a, {{plans[0].run_id, 1}, {plans[1].run_id, 1}});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  auto r = st.GetRun(plans[0].run_id);
+  EXPECT_EQ(r->state, "queued");
+  EXPECT_EQ(r->attempt, 1);  // it never ran: no attempt spent
+  EXPECT_EQ(st.GetRun(plans[1].run_id)->state, "running");
+  EXPECT_EQ((*st.ClaimRuns(b, {{"pool", "cpu"}}, 2)).size(), 1u);
+}
+
+TEST(Agents, RunsKeptOnAFullAgentDoNotCrowdOutTheOthers) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  const int64_t a = Agent(st, "a", 100);
+  const int64_t bl = *st.CreateBaseline("demo", 3, "user:t");
+  const auto first = st.ClaimRuns(a, {}, 100);
+  ASSERT_TRUE(first.ok());
+  for (const auto& p : *first) {
+    ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, {{"sps", 1, 100, 1}}));
+    ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 1}, "agent:t").ok());
+  }
+  ASSERT_EQ(st.GetBaseline(bl)->state, "completed");
+  // Three experiments whose runs are kept on agent a (24+ queued runs, older than the baseline's)
+  for (const char* v : {"nw=2", "nw=3", "nw=4"}) {
+    ExperimentIn in;
+    in.workload = "demo";
+    in.vary = {v};
+    ASSERT_TRUE(st.CreateExperiment(in, "user:t").ok());
+  }
+  db->Scalar("UPDATE experiments SET agent_id = " + std::to_string(a));
+  ASSERT_TRUE(st.CreateBaseline("demo", 5, "user:t").ok());
+  const int64_t b = Agent(st, "b", 5);
+  // a has one free slot, b five: a takes one experiment run, b the five baseline runs behind them.
+  auto plans = st.ClaimRunsFor(
+      {{a, "session-a", {{"pool", "cpu"}}, 1}, {b, "session-b", {{"pool", "cpu"}}, 5}});
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  ASSERT_EQ((*plans)[a].size(), 1u);
+  EXPECT_NE(st.GetRun((*plans)[a][0].run_id)->experiment_id, 0);
+  ASSERT_EQ((*plans)[b].size(), 5u);
+  for (const auto& p : (*plans)[b]) EXPECT_EQ(st.GetRun(p.run_id)->experiment_id, 0);
+}
+
+TEST(Agents, HeartbeatsOfManyAgentsAreFlushedInOneCallForTheirOwnSessionsOnly) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  const int64_t a = Agent(st, "a"), b = Agent(st, "b");
+  db->Scalar("UPDATE agents SET last_seen = now() - interval '1 hour', connected = false");
+  ASSERT_TRUE(st.TouchAgents({{a, "session-a", true, "runs directory /x is not writable"},
+                              {b, "someone-elses", false, ""}})
+                  .ok());
+  auto agents = *st.ListAgents();
+  ASSERT_EQ(agents.size(), 2u);
+  EXPECT_TRUE(agents[0].connected);
+  EXPECT_TRUE(agents[0].busy);
+  EXPECT_EQ(agents[0].unhealthy, "runs directory /x is not writable");
+  EXPECT_FALSE(agents[1].connected);  // b's row belongs to another session: untouched
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM agents WHERE last_seen > now() - interval '1 min'"),
+            "1");
+}
+
+TEST(Agents, PendingCancelsOfManyAgentsComeFromOneQuery) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  const int64_t bl = *st.CreateBaseline("demo", 4, "user:t");
+  const int64_t a = Agent(st, "a"), b = Agent(st, "b");
+  ASSERT_EQ(st.ClaimRuns(a, {{"pool", "cpu"}}, 2)->size(), 2u);
+  ASSERT_EQ(st.ClaimRuns(b, {{"pool", "cpu"}}, 1)->size(), 1u);
+  ASSERT_TRUE(st.CancelBaseline(bl, "user:t").ok());
+  auto c = st.PendingCancelsFor({a, b});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)[a].size(), 2u);
+  EXPECT_EQ((*c)[b].size(), 1u);
+}
+
+TEST(Agents, ARunItsNodeCouldNotRunIsRetriedAsANewAttempt) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  const int64_t bl = *st.CreateBaseline("demo", 1, "user:t");
+  const int64_t a = Agent(st, "a");
+  auto p = (*st.ClaimRuns(a, {{"pool", "cpu"}}, 1))[0];
+  RunResult broken{127, 0, "launch_failed: cannot create /runs/1-1: Read-only file system",
+                   "",  0, 0};
+  broken.infra_failure = true;
+  ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, broken, "agent:a", a).ok());
+  auto r = st.GetRun(p.run_id);
+  EXPECT_EQ(r->state, "queued");
+  EXPECT_EQ(r->attempt, 2);
+  EXPECT_THAT(r->reason, HasSubstr("its node could not run it"));
+  EXPECT_EQ(st.GetBaseline(bl)->state, "running");  // not a failed run of the baseline
+}
+
+TEST(Agents, AQueuedRunWakesEveryListeningDispatcher) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  std::atomic<int> wakes{0};
+  std::string errors;
+  DispatchListener listener(
+      db->dsn(), [&] { ++wakes; }, [&](const std::string& e) { errors += e; });
+  for (int i = 0; i < 100 && wakes < 1; ++i)  // once when it starts listening
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(wakes, 1) << errors;
+  ASSERT_TRUE(st.CreateBaseline("demo", 3, "user:t").ok());  // one notification per transaction
+  for (int i = 0; i < 100 && wakes < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(wakes, 2) << errors;
+  db->Scalar("UPDATE agents SET version = 'x'");  // nothing queued: no wake
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(wakes, 2);
+}
+
+TEST(Agents, APoolMarkedDownRefusesAtOnceAndNamesWhy) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  db->pool().MarkDown("the database has not answered for 4 s");
+  auto r = st.ListAgents();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kUnavailable);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("database unavailable: the database has not answered for 4 s"));
+  db->pool().MarkUp();
+  EXPECT_TRUE(st.ListAgents().ok());
+}
+
+}  // namespace
+}  // namespace tunectl
