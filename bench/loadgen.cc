@@ -61,9 +61,11 @@ struct Options {
   int bursts = 3;
   int burst_runs = 1000;
   int flow_seconds = 60;
-  int run_ms = 2000;
+  int run_ms = 20000;
   int flow_batches = 1;
   int flow_samples = 20;
+  int flow_workloads = 50;
+  int flow_repeats = 10;
   // scale
   int scale_agents = 2000;
   int scale_seconds = 60;
@@ -365,7 +367,12 @@ void Dispatch(const Options& o, Outcome& out) {
   ServerProcess server(o.server_bin, db.dsn(), o.dir);
   PrintServerLimits(server, total);
   Tuning tuning(server.address());
-  tuning.ApplyWorkload(WorkloadJson("lg-flow", {{"pool", "cpu"}}));
+  // The stream's runs are spread over workloads in small baselines, as a cluster's are: a finished
+  // run takes its baseline's row lock and its workload's regression-watch lock.
+  for (int w = 0; w < o.flow_workloads; ++w)
+    tuning.ApplyWorkload(WorkloadJson("lg-flow-" + std::to_string(w), {{"pool", "cpu"}}));
+  for (int b = 0; b < o.bursts; ++b)
+    tuning.ApplyWorkload(WorkloadJson("lg-burst-" + std::to_string(b), {{"pool", "cpu"}}));
   std::vector<AgentSpec> specs;
   for (int i = 0; i < workers; ++i)
     specs.push_back({Prefix() + "w" + std::to_string(i), {{"pool", "cpu"}}, 1, 0});
@@ -400,7 +407,7 @@ void Dispatch(const Options& o, Outcome& out) {
     std::this_thread::sleep_for(std::chrono::seconds(2));  // idle: the dispatcher has nothing
     const int64_t before = fleet.Read([](const FleetView& v) { return v.assigns; });
     const Time t_req = Clock::now();
-    const int64_t bid = tuning.CreateBaseline("lg-flow", o.burst_runs);
+    const int64_t bid = tuning.CreateBaseline("lg-burst-" + std::to_string(b), o.burst_runs);
     const Time t0 = Clock::now();
     if (!fleet.Wait([&](const FleetView& v) { return v.assigns >= before + o.burst_runs; }, 600))
       throw std::runtime_error("burst " + std::to_string(b + 1) + ": not all " +
@@ -449,16 +456,16 @@ void Dispatch(const Options& o, Outcome& out) {
   auto refill_once = [&] {
     const int64_t assigned = fleet.Read([](const FleetView& v) { return v.assigns; }) -
                              assigns_at_start - probe_assigns.load();
-    const int64_t queued = created - assigned;
     const int64_t want = workers + std::max(100, workers / 2);
-    if (queued >= want) return;
-    const int n = static_cast<int>(std::min<int64_t>(1000, want - queued));
-    const int64_t bid = tuning.CreateBaseline("lg-flow", n);
-    std::lock_guard<std::mutex> g(flow_mu);
-    flow_baselines.push_back(bid);
-    created += n;
+    while (created - assigned < want) {
+      const int64_t bid = tuning.CreateBaseline(
+          "lg-flow-" + std::to_string(flow_baselines.size() % size_t(o.flow_workloads)),
+          o.flow_repeats);
+      std::lock_guard<std::mutex> g(flow_mu);
+      flow_baselines.push_back(bid);
+      created += o.flow_repeats;
+    }
   };
-  refill_once();
   refill_once();
   std::string refill_error;
   std::thread refill([&] {
@@ -482,6 +489,7 @@ void Dispatch(const Options& o, Outcome& out) {
     throw std::runtime_error("not every worker got a run of the stream within 600 s");
   const Time ws = Clock::now();
   const Time we = ws + std::chrono::seconds(o.flow_seconds);
+  const CpuMeter meter(server.pid(), db.Postmaster());
   std::printf("stream of runs: every worker busy after %.1f s; measuring %d s\n",
               Seconds(ws - t_flow), o.flow_seconds);
   std::fflush(stdout);
@@ -531,6 +539,7 @@ void Dispatch(const Options& o, Outcome& out) {
   }
   for (auto& t : probes) t.join();
   std::this_thread::sleep_until(we);
+  const CpuMeter::Use window_cpu = meter.Stop();
   // Every worker whose run finished in the window gets its next run (queued runs remain).
   auto pending = [&](const FleetView& v) {
     int n = 0;
@@ -542,7 +551,8 @@ void Dispatch(const Options& o, Outcome& out) {
   stop_refill = true;
   refill.join();
   const int censored = fleet.Read(pending);
-  std::vector<double> gaps;
+  std::vector<double> gaps, finish_acks;
+  int64_t finished_in_window = 0;
   int64_t double_assigns = 0, duplicates = 0;
   std::vector<std::string> errors;
   fleet.Read([&](const FleetView& v) {
@@ -550,10 +560,16 @@ void Dispatch(const Options& o, Outcome& out) {
       if (g.agent < workers && g.finished >= ws && g.finished <= we)
         gaps.push_back(Seconds(g.assigned - g.finished));
     for (const auto& [key, r] : v.runs) {
+      if (r.agent < workers && r.finished && !r.cancelled && r.finish_sent >= ws &&
+          r.finish_sent <= we) {
+        ++finished_in_window;
+        if (r.acked) finish_acks.push_back(Seconds(r.finish_acked - r.finish_sent));
+      }
       const bool probe_agent = r.agent >= workers;
-      const std::string want =
-          probe_agent ? "lg-pin-" + std::to_string(r.agent - workers) : std::string("lg-flow");
-      if (r.workload != want) ++pinned_wrong;
+      if (probe_agent
+              ? r.workload != "lg-pin-" + std::to_string(r.agent - workers)
+              : r.workload.rfind("lg-flow-", 0) != 0 && r.workload.rfind("lg-burst-", 0) != 0)
+        ++pinned_wrong;
     }
     double_assigns = v.double_assigns;
     duplicates = v.duplicate_assigns;
@@ -571,19 +587,22 @@ void Dispatch(const Options& o, Outcome& out) {
   const int cancelled_streams = fleet.CloseAll(60);
 
   std::printf("\n| measure | n | p50 | p99 | max | target |\n|---|---|---|---|---|---|\n");
+  auto row = [](const char* what, const std::vector<double>& v, const char* target) {
+    std::printf("| %s | %zu | %s | %s | %s | %s |\n", what, v.size(),
+                Ms(Percentile(v, 0.5)).c_str(), Ms(Percentile(v, 0.99)).c_str(),
+                Ms(Percentile(v, 1)).c_str(), target);
+  };
+  row("(a) RunFinished sent → next Assign, busy agents", gaps, "p99 < 100 ms");
+  row("(a') RunFinished sent → its Ack (the run's result stored)", finish_acks, "");
+  row("(b) pinned run: queued (CreateBaseline returned) → Assign", pinned, "p99 < 50 ms");
+  row("(b') pinned run: CreateBaseline sent → Assign", pinned_req, "");
   std::printf(
-      "| (a) RunFinished sent → next Assign, busy agents | %zu | %s | %s | %s | p99 < 100 "
-      "ms |\n",
-      gaps.size(), Ms(Percentile(gaps, 0.5)).c_str(), Ms(Percentile(gaps, 0.99)).c_str(),
-      Ms(Percentile(gaps, 1)).c_str());
-  std::printf(
-      "| (b) pinned run: queued (CreateBaseline returned) → Assign | %zu | %s | %s | %s | "
-      "p99 < 50 ms |\n",
-      pinned.size(), Ms(Percentile(pinned, 0.5)).c_str(), Ms(Percentile(pinned, 0.99)).c_str(),
-      Ms(Percentile(pinned, 1)).c_str());
-  std::printf("| (b') pinned run: CreateBaseline sent → Assign | %zu | %s | %s | %s | |\n",
-              pinned_req.size(), Ms(Percentile(pinned_req, 0.5)).c_str(),
-              Ms(Percentile(pinned_req, 0.99)).c_str(), Ms(Percentile(pinned_req, 1)).c_str());
+      "\nIn the window: %.1f runs finished/s (%d workers, runs of %d ms ± 50 %% in baselines "
+      "of %d over %d workloads: at most %.0f/s with no gap); CPU: server %.0f %%, PostgreSQL "
+      "%.0f %%, loadgen %.0f %% of a core.\n",
+      static_cast<double>(finished_in_window) / window_cpu.seconds, workers, o.run_ms,
+      o.flow_repeats, o.flow_workloads, o.run_ms > 0 ? workers * 1000.0 / o.run_ms : 0.0,
+      window_cpu.server, window_cpu.postgres, window_cpu.self);
   std::vector<double> all_s, p50_s, create_s;
   for (const auto& b : bursts) {
     all_s.push_back(b.all_s);
@@ -654,45 +673,20 @@ void Scale(const Options& o, Outcome& out) {
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::seconds(o.settle_seconds));
 
-  const pid_t pm = db.Postmaster();
-  auto pg_ticks = [&] {
-    std::map<pid_t, int64_t> t;
-    t[pm] = CpuTicks(pm);
-    for (pid_t c : ChildrenOf(pm)) t[c] = CpuTicks(c);
-    return t;
-  };
-  auto self_ticks = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-  };
-  const auto pg0 = pg_ticks();
-  const int64_t srv0 = CpuTicks(server.pid());
-  const double self0 = self_ticks();
+  const CpuMeter meter(server.pid(), db.Postmaster());
   const int64_t hb0 = fleet.Read([](const FleetView& v) { return v.heartbeats; });
-  const Time t0 = Clock::now();
   int64_t rss_max = 0;
-  while (Clock::now() < t0 + std::chrono::seconds(o.scale_seconds)) {
+  for (;;) {
     rss_max = std::max(rss_max, RssKb(server.pid()));
+    if (meter.Stop().seconds >= o.scale_seconds) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  const double secs = Seconds(Clock::now() - t0);
-  const auto pg1 = pg_ticks();
-  const int64_t srv1 = CpuTicks(server.pid());
-  const double self1 = self_ticks();
+  const CpuMeter::Use cpu = meter.Stop();
+  const double secs = cpu.seconds;
   const int64_t hb1 = fleet.Read([](const FleetView& v) { return v.heartbeats; });
   const int64_t rss_end = RssKb(server.pid());
   rss_max = std::max(rss_max, rss_end);
-  int64_t pg_delta = 0;
-  for (const auto& [pid, t] : pg1) {
-    auto it = pg0.find(pid);
-    pg_delta +=
-        t - (it == pg0.end() ? 0 : it->second);  // a new backend: all of it is in the window
-  }
-  const double tps = TicksPerSecond();
-  const double srv_pct = 100.0 * static_cast<double>(srv1 - srv0) / tps / secs;
-  const double pg_pct = 100.0 * static_cast<double>(pg_delta) / tps / secs;
-  const double self_pct = 100.0 * (self1 - self0) / secs;
+  const double srv_pct = cpu.server, pg_pct = cpu.postgres, self_pct = cpu.self;
   const int threads = Threads(server.pid()), fds = OpenFds(server.pid());
   const int64_t connected = db.Count("SELECT count(*) FROM agents WHERE connected");
   const int64_t stale = db.Count(
@@ -704,7 +698,7 @@ void Scale(const Options& o, Outcome& out) {
       "\n| idle sessions | window | server CPU (%% of a core) | PostgreSQL CPU (%% of a "
       "core, %zu processes) | server RSS end (max) | server threads | server fds | "
       "heartbeats/s | loadgen CPU |\n|---|---|---|---|---|---|---|---|---|\n",
-      pg1.size());
+      cpu.postgres_processes);
   std::printf(
       "| %d | %.0f s | %.1f %% | %.1f %% | %.0f MB (%.0f MB) | %d | %d | %.0f | %.1f %% |\n",
       o.scale_agents, secs, srv_pct, pg_pct, rss_end / 1024.0, rss_max / 1024.0, threads, fds,
@@ -769,6 +763,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--flow-samples", o.flow_samples, "dispatch: samples per batch")
       ->capture_default_str();
+  app.add_option("--flow-workloads", o.flow_workloads,
+                 "dispatch: workloads the stream's runs are spread over")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--flow-repeats", o.flow_repeats,
+                 "dispatch: runs per baseline of the stream (1..1000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--scale-agents", o.scale_agents, "scale: idle sessions")->capture_default_str();
   app.add_option("--scale-seconds", o.scale_seconds, "scale: measuring window")
       ->capture_default_str();
@@ -788,6 +790,8 @@ int main(int argc, char** argv) {
     if (unset("--burst-runs")) o.burst_runs = 20;
     if (unset("--flow-seconds")) o.flow_seconds = 4;
     if (unset("--run-ms")) o.run_ms = 300;
+    if (unset("--flow-workloads")) o.flow_workloads = 3;
+    if (unset("--flow-repeats")) o.flow_repeats = 5;
     if (unset("--scale-agents")) o.scale_agents = 20;
     if (unset("--scale-seconds")) o.scale_seconds = 3;
     if (unset("--settle")) o.settle_seconds = 1;

@@ -218,7 +218,7 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ServerMess
     ++v.assigns;
     ++v.assigns_of[static_cast<size_t>(index_)];
     if (auto& last = v.last_finish[static_cast<size_t>(index_)]; last) {
-      v.gaps.push_back({index_, *last, now});
+      v.gaps.push_back({index_, last_finish_run_, *last, now});
       last.reset();
     }
     Active act;
@@ -321,7 +321,10 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ServerMess
     RunRecord& rec = Record(run_id);
     rec.finished = true;
     rec.finish_sent = now;
-    if (reason.empty()) fleet_->view_.last_finish[static_cast<size_t>(index_)] = now;
+    if (reason.empty()) {
+      fleet_->view_.last_finish[static_cast<size_t>(index_)] = now;
+      last_finish_run_ = {run_id, act.attempt};
+    }
   }
 
   void OnCancel(const v1::Cancel& c) {
@@ -372,7 +375,8 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ServerMess
   bool welcomed_ = false, closing_ = false, dead_ = false, done_ = false;
   bool hold_released_ = false;
   int heartbeat_ms_ = 2000;
-  std::map<int64_t, Active> active_;  // by run id
+  std::map<int64_t, Active> active_;         // by run id
+  std::pair<int64_t, int> last_finish_run_;  // the run of view_.last_finish[index_]
 };
 
 Fleet::Fleet(std::string server) : server_(std::move(server)) {

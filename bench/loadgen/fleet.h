@@ -80,6 +80,7 @@ struct RunRecord {
 // An agent's RunFinished sent and its next Assign (slots = 1: the agent was free in between).
 struct Gap {
   int agent = -1;
+  std::pair<int64_t, int> run;  // the finished (run id, attempt)
   Time finished{};
   Time assigned{};
 };

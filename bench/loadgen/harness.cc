@@ -264,6 +264,46 @@ double TicksPerSecond() {
   return static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+CpuMeter::CpuMeter(pid_t server, pid_t postmaster)
+    : server_(server),
+      postmaster_(postmaster),
+      server0_(CpuTicks(server)),
+      pg0_(PgTicks()),
+      self0_(SelfSeconds()),
+      t0_(std::chrono::steady_clock::now()) {}
+
+std::vector<std::pair<pid_t, int64_t>> CpuMeter::PgTicks() const {
+  std::vector<std::pair<pid_t, int64_t>> out = {{postmaster_, CpuTicks(postmaster_)}};
+  for (pid_t c : ChildrenOf(postmaster_)) out.emplace_back(c, CpuTicks(c));
+  return out;
+}
+
+double CpuMeter::SelfSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+CpuMeter::Use CpuMeter::Stop() const {
+  Use u;
+  u.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double tps = TicksPerSecond();
+  u.server = 100.0 * static_cast<double>(CpuTicks(server_) - server0_) / tps / u.seconds;
+  int64_t pg = 0;
+  const auto pg1 = PgTicks();
+  for (const auto& [pid, t] : pg1) {
+    int64_t before = 0;  // a backend that started in the window: all of its CPU is in it
+    for (const auto& [pid0, t0] : pg0_)
+      if (pid0 == pid) before = t0;
+    pg += t - before;
+  }
+  u.postgres = 100.0 * static_cast<double>(pg) / tps / u.seconds;
+  u.postgres_processes = pg1.size();
+  u.self = 100.0 * (SelfSeconds() - self0_) / u.seconds;
+  return u;
+}
+
 int64_t RaiseNofile(int64_t want) {
   rlimit r{};
   getrlimit(RLIMIT_NOFILE, &r);

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,6 +62,27 @@ int OpenFds(pid_t pid);
 int64_t NofileLimit(pid_t pid);  // soft "Max open files"; -1 when unknown
 std::vector<pid_t> ChildrenOf(pid_t parent);
 double TicksPerSecond();
+// CPU used over a window, in % of one core: a process (the server), a process and its children
+// (PostgreSQL's postmaster and backends; one that started in the window counts whole) and this one.
+class CpuMeter {
+ public:
+  CpuMeter(pid_t server, pid_t postmaster);  // starts the window
+  struct Use {
+    double seconds = 0, server = 0, postgres = 0, self = 0;
+    size_t postgres_processes = 0;
+  };
+  Use Stop() const;  // the window so far
+
+ private:
+  std::vector<std::pair<pid_t, int64_t>> PgTicks() const;
+  static double SelfSeconds();
+  pid_t server_, postmaster_;
+  int64_t server0_;
+  std::vector<std::pair<pid_t, int64_t>> pg0_;
+  double self0_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 // Raises this process's open-files limit to at least `want` (soft = hard, hard raised as root);
 // returns the soft limit now in force. Children (the server) inherit it.
 int64_t RaiseNofile(int64_t want);
