@@ -3,8 +3,9 @@
 // layer at cluster scale. Three modes:
 //
 //   ingest    K streams send batches of B samples for runs assigned to them: committed rows/s,
-//             beside raw COPY of the same rows into metric_samples from this process; fsync on
-//             and off; median of --reps. Checks every row stored once.
+//             beside raw COPY of the same rows into metric_samples from this process (over K
+//             connections, and over as many as cores); fsync on and off; median of --reps.
+//             Checks every row stored once.
 //   dispatch  --agents connected agents (1 slot each): (a) a run finished → the agent's next
 //             Assign, under a steady stream of queued runs; (b) queued → assigned for a run whose
 //             selector matches one agent only; (c) a burst of --burst-runs runs on idle agents.
@@ -146,11 +147,11 @@ struct SentRun {
   int batches = 0;
 };
 
-// K connections, each copying its run's rows in one transaction per batch, as the server stores
-// them (COPY after commit-sized batches); returns rows/s.
+// The runs' rows copied over `conns` connections (run i on connection i % conns, one after the
+// other), one transaction per batch as the server stores them; returns rows/s.
 double RawCopy(const std::string& dsn, const std::vector<int64_t>& ids, int batches, int samples,
-               const std::vector<std::string>& metrics) {
-  const size_t k = ids.size();
+               const std::vector<std::string>& metrics, size_t conns_wanted) {
+  const size_t k = std::min(ids.size(), std::max<size_t>(1, conns_wanted));
   std::vector<std::unique_ptr<pqxx::connection>> conns;
   for (size_t i = 0; i < k; ++i) conns.push_back(std::make_unique<pqxx::connection>(dsn));
   std::vector<std::thread> threads;
@@ -160,19 +161,20 @@ double RawCopy(const std::string& dsn, const std::vector<int64_t>& ids, int batc
     threads.emplace_back([&, i] {
       while (!go.load()) std::this_thread::yield();
       try {
-        for (int seq = 1; seq <= batches; ++seq) {
-          pqxx::work w(*conns[i]);
-          pqxx::stream_to s(
-              w, "metric_samples",
-              std::vector<std::string>{"run_id", "attempt", "metric", "step", "value", "line_no"});
-          for (int j = 0; j < samples; ++j) {
-            const SampleRow r = SampleAt(seq, j, samples, static_cast<int>(metrics.size()));
-            s << std::make_tuple(ids[i], 1, metrics[static_cast<size_t>(r.metric)], r.step, r.value,
-                                 r.line_no);
+        for (size_t run = i; run < ids.size(); run += k)
+          for (int seq = 1; seq <= batches; ++seq) {
+            pqxx::work w(*conns[i]);
+            pqxx::stream_to s(w, "metric_samples",
+                              std::vector<std::string>{"run_id", "attempt", "metric", "step",
+                                                       "value", "line_no"});
+            for (int j = 0; j < samples; ++j) {
+              const SampleRow r = SampleAt(seq, j, samples, static_cast<int>(metrics.size()));
+              s << std::make_tuple(ids[run], 1, metrics[static_cast<size_t>(r.metric)], r.step,
+                                   r.value, r.line_no);
+            }
+            s.complete();
+            w.commit();
           }
-          s.complete();
-          w.commit();
-        }
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
@@ -184,7 +186,7 @@ double RawCopy(const std::string& dsn, const std::vector<int64_t>& ids, int batc
   const double s = Seconds(Clock::now() - t0);
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error("raw COPY: " + e);
-  return static_cast<double>(k) * batches * samples / s;
+  return static_cast<double>(ids.size()) * batches * samples / s;
 }
 
 void Ingest(const Options& o, Outcome& out) {
@@ -197,6 +199,9 @@ void Ingest(const Options& o, Outcome& out) {
   Tuning tuning(server.address());
   tuning.ApplyWorkload(WorkloadJson("lg-ingest", {{"pool", "cpu"}}));
   const std::vector<std::string> metrics = {"samples_per_s", "step_time_ms"};  // its rules
+  // Raw COPY is measured twice: over as many connections as streams (the same concurrency) and
+  // over as many as cores, which a 2-core machine serves faster (less contention).
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
 
   std::vector<std::string> settings;
   if (o.fsync == "both")
@@ -206,7 +211,7 @@ void Ingest(const Options& o, Outcome& out) {
   struct Row {
     std::string fsync;
     int streams = 0, batches = 0;
-    std::vector<double> server, raw;
+    std::vector<double> server, raw, raw_few;  // raw: K connections; raw_few: as many as cores
   };
   std::vector<Row> rows;
   std::vector<SentRun> sent;
@@ -282,12 +287,15 @@ void Ingest(const Options& o, Outcome& out) {
           row.server.push_back(static_cast<double>(k) * row.batches * o.batch / Seconds(last - t0));
         };
         auto raw_path = [&] {
-          std::vector<int64_t> ids;
-          for (int i = 0; i < k; ++i) {
-            ids.push_back(-(++raw_id));
-            raw_sent.emplace_back(ids.back(), int64_t{row.batches} * o.batch);
+          for (size_t conns : {size_t(k), cores}) {
+            std::vector<int64_t> ids;
+            for (int i = 0; i < k; ++i) {
+              ids.push_back(-(++raw_id));
+              raw_sent.emplace_back(ids.back(), int64_t{row.batches} * o.batch);
+            }
+            (conns == size_t(k) ? row.raw : row.raw_few)
+                .push_back(RawCopy(db.dsn(), ids, row.batches, o.batch, metrics, conns));
           }
-          row.raw.push_back(RawCopy(db.dsn(), ids, row.batches, o.batch, metrics));
         };
         // Alternate the order so that a drift (the table growing, a checkpoint) hits both.
         if (rep % 2 == 0) {
@@ -297,8 +305,11 @@ void Ingest(const Options& o, Outcome& out) {
           raw_path();
           server_path();
         }
-        std::printf("fsync %s, %d streams, rep %d: server %.0f rows/s, raw COPY %.0f rows/s\n",
-                    fsync_now.c_str(), k, rep + 1, row.server.back(), row.raw.back());
+        std::printf(
+            "fsync %s, %d streams, rep %d: server %.0f rows/s, raw COPY %.0f rows/s (%d "
+            "connections), %.0f rows/s (%zu)\n",
+            fsync_now.c_str(), k, rep + 1, row.server.back(), row.raw.back(), k, row.raw_few.back(),
+            cores);
         std::fflush(stdout);
       }
       fleet.CloseAll(60);
@@ -309,22 +320,27 @@ void Ingest(const Options& o, Outcome& out) {
 
   std::printf(
       "\n| fsync | streams | batch | batches per stream | server rows/s (median; min–max) "
-      "| raw COPY rows/s (median; min–max) | server / COPY |\n|---|---|---|---|---|---|---|\n");
+      "| raw COPY rows/s, as many connections (median; min–max) | raw COPY rows/s, %zu "
+      "connections | server / best COPY |\n|---|---|---|---|---|---|---|---|\n",
+      cores);
   std::vector<std::string> targets;
+  std::vector<double> ratios;
   for (const auto& r : rows) {
     auto span = [](const std::vector<double>& v) {
       return Fmt("%.0f", Median(v)) + " (" + Fmt("%.0f", *std::min_element(v.begin(), v.end())) +
              "–" + Fmt("%.0f", *std::max_element(v.begin(), v.end())) + ")";
     };
-    const double ratio = Median(r.server) / Median(r.raw);
-    std::printf("| %s | %d | %d | %d | %s | %s | %.2f |\n", r.fsync.c_str(), r.streams, o.batch,
-                r.batches, span(r.server).c_str(), span(r.raw).c_str(), ratio);
+    const double ratio = Median(r.server) / std::max(Median(r.raw), Median(r.raw_few));
+    std::printf("| %s | %d | %d | %d | %s | %s | %s | %.2f |\n", r.fsync.c_str(), r.streams,
+                o.batch, r.batches, span(r.server).c_str(), span(r.raw).c_str(),
+                span(r.raw_few).c_str(), ratio);
+    ratios.push_back(ratio);
     targets.push_back("fsync " + r.fsync + ", " + std::to_string(r.streams) +
-                      " streams: server / raw COPY = " + Fmt("%.2f", ratio) + " (>= 0.6)");
+                      " streams: server / the faster raw COPY = " + Fmt("%.2f", ratio) +
+                      " (>= 0.6)");
   }
   std::printf("\nTargets:\n");
-  for (size_t i = 0; i < rows.size(); ++i)
-    out.Target(Median(rows[i].server) / Median(rows[i].raw) >= 0.6, full, targets[i]);
+  for (size_t i = 0; i < rows.size(); ++i) out.Target(ratios[i] >= 0.6, full, targets[i]);
 
   std::printf("\nChecks:\n");
   std::map<std::pair<int64_t, int64_t>, int64_t> stored, batches_stored;
