@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/paging.h"
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/health.h"
@@ -146,6 +147,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // 16 MiB both ways (gRPC's default receive limit is 4 MiB), as the CLI's: a margin only, since
+  // every list pages (core/paging.h).
+  b.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  b.SetMaxSendMessageSize(kMaxMessageBytes);
   s->grpc_ = b.BuildAndStart();
   if (!s->grpc_ || s->port_ == 0)
     return Status::Unavailable("cannot listen on " + opts.listen +
