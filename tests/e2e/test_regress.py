@@ -51,7 +51,8 @@ class RegressE2E(unittest.TestCase):
         worse = [cp for cp in r["change_points"] if cp["regression"]]
         self.assertEqual(len(worse), 1, r["change_points"])
         cp = worse[0]
-        self.assertEqual(cp["first_run_id"], first_slow)
+        self.assertEqual(cp["first_run_id"], first_slow,
+                         [(p["run_id"], round(p["value"], 1)) for p in r["series"]])
         self.assertLess(cp["after"], cp["before"] * 0.85)
         self.assertEqual(len([a for a in r["alerts"] if a.startswith("regression:")]), 1)
         self.assertIn(f"starting with run {first_slow}", r["alerts"][0])
