@@ -287,14 +287,15 @@ void Ingest(const Options& o, Outcome& out) {
           row.server.push_back(static_cast<double>(k) * row.batches * o.batch / Seconds(last - t0));
         };
         auto raw_path = [&] {
-          for (size_t conns : {size_t(k), cores}) {
+          // (When streams == cores both are measured all the same: each column has its value.)
+          for (auto [conns, into] :
+               {std::pair{size_t(k), &row.raw}, std::pair{cores, &row.raw_few}}) {
             std::vector<int64_t> ids;
             for (int i = 0; i < k; ++i) {
               ids.push_back(-(++raw_id));
               raw_sent.emplace_back(ids.back(), int64_t{row.batches} * o.batch);
             }
-            (conns == size_t(k) ? row.raw : row.raw_few)
-                .push_back(RawCopy(db.dsn(), ids, row.batches, o.batch, metrics, conns));
+            into->push_back(RawCopy(db.dsn(), ids, row.batches, o.batch, metrics, conns));
           }
         };
         // Alternate the order so that a drift (the table growing, a checkpoint) hits both.

@@ -4,25 +4,34 @@
 
 #include <random>
 
+#include "core/paging.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
 namespace {
+
+// The most bytes a message may carry, both ways (as the server's): a safety margin; every list
+// pages, so no response comes near it.
+grpc::ChannelArguments ChannelArgs() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  return args;
+}
 
 class GrpcClient : public Client {
  public:
   GrpcClient(const std::string& server, std::string actor)
       : server_(server),
         actor_(std::move(actor)),
-        stub_(v1::TuningService::NewStub(
-            grpc::CreateChannel(server, grpc::InsecureChannelCredentials()))) {}
+        stub_(v1::TuningService::NewStub(grpc::CreateCustomChannel(
+            server, grpc::InsecureChannelCredentials(), ChannelArgs()))) {}
 
   Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) override {
     return Call<v1::ApplyWorkloadResponse>(&v1::TuningService::Stub::ApplyWorkload, r);
   }
-  Result<v1::ListWorkloadsResponse> ListWorkloads() override {
-    return Call<v1::ListWorkloadsResponse>(&v1::TuningService::Stub::ListWorkloads,
-                                           v1::ListWorkloadsRequest());
+  Result<v1::ListWorkloadsResponse> ListWorkloads(const v1::ListWorkloadsRequest& r) override {
+    return Call<v1::ListWorkloadsResponse>(&v1::TuningService::Stub::ListWorkloads, r);
   }
   Result<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& r) override {
     return Call<v1::Baseline>(&v1::TuningService::Stub::CreateBaseline, r);
@@ -32,15 +41,10 @@ class GrpcClient : public Client {
     r.set_id(id);
     return Call<v1::Baseline>(&v1::TuningService::Stub::GetBaseline, r);
   }
-  Result<v1::ListBaselinesResponse> ListBaselines(const std::string& workload) override {
-    v1::ListBaselinesRequest r;
-    r.set_workload(workload);
+  Result<v1::ListBaselinesResponse> ListBaselines(const v1::ListBaselinesRequest& r) override {
     return Call<v1::ListBaselinesResponse>(&v1::TuningService::Stub::ListBaselines, r);
   }
-  Result<v1::ListRunsResponse> ListRuns(int64_t baseline_id, int limit) override {
-    v1::ListRunsRequest r;
-    r.set_baseline_id(baseline_id);
-    r.set_limit(limit);
+  Result<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& r) override {
     return Call<v1::ListRunsResponse>(&v1::TuningService::Stub::ListRuns, r);
   }
   Result<v1::Run> GetRun(int64_t id) override {
@@ -61,9 +65,7 @@ class GrpcClient : public Client {
     r.set_id(id);
     return Call<v1::Hypothesis>(&v1::TuningService::Stub::GetHypothesis, r);
   }
-  Result<v1::ListHypothesesResponse> ListHypotheses(const std::string& workload) override {
-    v1::ListHypothesesRequest r;
-    r.set_workload(workload);
+  Result<v1::ListHypothesesResponse> ListHypotheses(const v1::ListHypothesesRequest& r) override {
     return Call<v1::ListHypothesesResponse>(&v1::TuningService::Stub::ListHypotheses, r);
   }
   Result<v1::Experiment> RunExperiment(const v1::RunExperimentRequest& r) override {
@@ -74,9 +76,8 @@ class GrpcClient : public Client {
     r.set_id(id);
     return Call<v1::Experiment>(&v1::TuningService::Stub::GetExperiment, r);
   }
-  Result<v1::ListExperimentsResponse> ListExperiments(const std::string& workload) override {
-    v1::ListExperimentsRequest r;
-    r.set_workload(workload);
+  Result<v1::ListExperimentsResponse> ListExperiments(
+      const v1::ListExperimentsRequest& r) override {
     return Call<v1::ListExperimentsResponse>(&v1::TuningService::Stub::ListExperiments, r);
   }
   Result<v1::Baseline> CancelBaseline(int64_t id) override {
@@ -116,9 +117,8 @@ class GrpcClient : public Client {
     r.set_id(id);
     return Call<v1::Batch>(&v1::TuningService::Stub::GetBatch, r);
   }
-  Result<v1::ListBatchesResponse> ListBatches() override {
-    return Call<v1::ListBatchesResponse>(&v1::TuningService::Stub::ListBatches,
-                                         v1::ListBatchesRequest());
+  Result<v1::ListBatchesResponse> ListBatches(const v1::ListBatchesRequest& r) override {
+    return Call<v1::ListBatchesResponse>(&v1::TuningService::Stub::ListBatches, r);
   }
   Result<v1::Batch> CancelBatch(int64_t id) override {
     v1::CancelBatchRequest r;
@@ -126,9 +126,7 @@ class GrpcClient : public Client {
     return Call<v1::Batch>(&v1::TuningService::Stub::CancelBatch, r);
   }
 
-  Result<v1::Regression> GetRegression(const std::string& workload) override {
-    v1::GetRegressionRequest r;
-    r.set_workload(workload);
+  Result<v1::Regression> GetRegression(const v1::GetRegressionRequest& r) override {
     return Call<v1::Regression>(&v1::TuningService::Stub::GetRegression, r);
   }
   Result<v1::StabilityRun> RegressRun(const v1::RegressRunRequest& r) override {

@@ -19,19 +19,21 @@ class Client {
   static std::unique_ptr<Client> Connect(const std::string& server, const std::string& actor);
   virtual ~Client() = default;
   virtual Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) = 0;
-  virtual Result<v1::ListWorkloadsResponse> ListWorkloads() = 0;
+  // Lists take their request: filters and the page (limit, page_token, since, all).
+  virtual Result<v1::ListWorkloadsResponse> ListWorkloads(const v1::ListWorkloadsRequest& r) = 0;
   virtual Result<v1::Baseline> CreateBaseline(const v1::CreateBaselineRequest& r) = 0;
   virtual Result<v1::Baseline> GetBaseline(int64_t id) = 0;
-  virtual Result<v1::ListBaselinesResponse> ListBaselines(const std::string& workload) = 0;
-  virtual Result<v1::ListRunsResponse> ListRuns(int64_t baseline_id, int limit) = 0;
+  virtual Result<v1::ListBaselinesResponse> ListBaselines(const v1::ListBaselinesRequest& r) = 0;
+  virtual Result<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& r) = 0;
   virtual Result<v1::Run> GetRun(int64_t id) = 0;
   virtual Result<v1::ListAgentsResponse> ListAgents() = 0;
   virtual Result<v1::Hypothesis> CreateHypothesis(const v1::CreateHypothesisRequest& r) = 0;
   virtual Result<v1::Hypothesis> GetHypothesis(int64_t id) = 0;
-  virtual Result<v1::ListHypothesesResponse> ListHypotheses(const std::string& workload) = 0;
+  virtual Result<v1::ListHypothesesResponse> ListHypotheses(const v1::ListHypothesesRequest& r) = 0;
   virtual Result<v1::Experiment> RunExperiment(const v1::RunExperimentRequest& r) = 0;
   virtual Result<v1::Experiment> GetExperiment(int64_t id) = 0;
-  virtual Result<v1::ListExperimentsResponse> ListExperiments(const std::string& workload) = 0;
+  virtual Result<v1::ListExperimentsResponse> ListExperiments(
+      const v1::ListExperimentsRequest& r) = 0;
   virtual Result<v1::Experiment> CancelExperiment(int64_t id) = 0;
   virtual Result<v1::Baseline> CancelBaseline(int64_t id) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
@@ -41,9 +43,9 @@ class Client {
   virtual Result<v1::ListSchedulesResponse> ListSchedules() = 0;
   virtual Result<v1::Batch> CreateBatch(const v1::CreateBatchRequest& r) = 0;
   virtual Result<v1::Batch> GetBatch(int64_t id) = 0;
-  virtual Result<v1::ListBatchesResponse> ListBatches() = 0;
+  virtual Result<v1::ListBatchesResponse> ListBatches(const v1::ListBatchesRequest& r) = 0;
   virtual Result<v1::Batch> CancelBatch(int64_t id) = 0;
-  virtual Result<v1::Regression> GetRegression(const std::string& workload) = 0;
+  virtual Result<v1::Regression> GetRegression(const v1::GetRegressionRequest& r) = 0;
   virtual Result<v1::StabilityRun> RegressRun(const v1::RegressRunRequest& r) = 0;
   virtual Result<v1::Watch> RegressSchedule(const v1::RegressScheduleRequest& r) = 0;
   virtual Result<v1::Watch> RegressStop(const std::string& workload) = 0;

@@ -17,23 +17,42 @@ int Fail(std::ostream& err, const Status& s) {
   return ExitCode(s);
 }
 
-// Renders a list result as table, JSON array or CSV.
+// The page a list command asks for: --limit (0 = all of them, within the server's cap),
+// --page-token, --since (where the list has a time).
+template <typename Req>
+void SetPage(const CliOptions& o, Req* r) {
+  if (o.limit_given && o.limit == 0)
+    r->set_all(true);
+  else
+    r->set_limit(o.limit);
+  r->set_page_token(o.page_token);
+  if constexpr (requires { r->set_since(o.since); }) r->set_since(o.since);
+}
+
+// Renders a list result as table, JSON or CSV. A paged list's JSON is {"items": [...],
+// "next_page_token": ...}; in a table or CSV the token is a hint line on stderr.
 template <typename Resp, typename Item>
 int Emit(const CliOptions& o, std::ostream& out, std::ostream& err, const Resp& resp,
          Table (*table)(const Resp&), const google::protobuf::RepeatedPtrField<Item>& items,
          ojson (*json)(const Item&)) {
   auto f = ParseOutputFormat(o.output);
   if (!f.ok()) return Fail(err, f.status());
+  constexpr bool paged = requires {
+    resp.next_page_token();
+  };
+  std::string token;
+  if constexpr (paged) token = resp.next_page_token();
   switch (*f) {
     case OutputFormat::kJson: {
       ojson arr = ojson::array();
       for (const auto& i : items) arr.push_back(json(i));
-      out << arr.dump(2) << "\n";
-      break;
+      out << (paged ? PageJson(std::move(arr), token) : arr).dump(2) << "\n";
+      return 0;
     }
     case OutputFormat::kCsv: out << RenderCsv(table(resp)); break;
     case OutputFormat::kTable: out << RenderTable(table(resp)); break;
   }
+  if (!token.empty()) err << NextPageHint(token) << "\n";
   return 0;
 }
 
@@ -114,7 +133,9 @@ int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
 }
 
 int WorkloadList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListWorkloads();
+  v1::ListWorkloadsRequest req;
+  SetPage(o, &req);
+  auto r = c.ListWorkloads(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &WorkloadsTable, r->workloads(), &WorkloadJson);
 }
@@ -135,7 +156,9 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   auto timeout_ms = WaitTimeout(o);
   if (!timeout_ms.ok()) return Fail(err, timeout_ms.status());
   if (o.workload.empty()) {
-    auto all = c.ListWorkloads();
+    v1::ListWorkloadsRequest two;
+    two.set_limit(2);
+    auto all = c.ListWorkloads(two);
     if (!all.ok()) return Fail(err, all.status());
     if (all->workloads_size() > 1) {
       err << "error: --workload: several workloads exist; name one:\n"
@@ -166,7 +189,10 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
                                   auto now = c.GetBaseline(b->id());
                                   if (!now.ok()) return now.status();
                                   cur = *now;
-                                  auto runs = c.ListRuns(b->id(), 0);
+                                  v1::ListRunsRequest list;
+                                  list.set_baseline_id(b->id());
+                                  list.set_all(true);  // a baseline has at most 1000 runs
+                                  auto runs = c.ListRuns(list);
                                   if (!runs.ok()) return runs.status();
                                   *line = BaselineProgress(cur, *runs, elapsed);
                                   return cur.state() != "running";
@@ -189,13 +215,19 @@ int BaselineShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream
 }
 
 int BaselineList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListBaselines(o.workload);
+  v1::ListBaselinesRequest req;
+  req.set_workload(o.workload);
+  SetPage(o, &req);
+  auto r = c.ListBaselines(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &BaselinesTable, r->baselines(), &BaselineJson);
 }
 
 int RunList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListRuns(o.baseline, o.limit);
+  v1::ListRunsRequest req;
+  req.set_baseline_id(o.baseline);
+  SetPage(o, &req);
+  auto r = c.ListRuns(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &RunsTable, r->runs(), &RunJson);
 }
@@ -265,7 +297,10 @@ int HypothesisShow(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 }
 
 int HypothesisList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListHypotheses(o.workload);
+  v1::ListHypothesesRequest req;
+  req.set_workload(o.workload);
+  SetPage(o, &req);
+  auto r = c.ListHypotheses(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &HypothesesTable, r->hypotheses(), &HypothesisJson);
 }
@@ -319,7 +354,10 @@ int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 }
 
 int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListExperiments(o.workload);
+  v1::ListExperimentsRequest req;
+  req.set_workload(o.workload);
+  SetPage(o, &req);
+  auto r = c.ListExperiments(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &ExperimentsTable, r->experiments(), &ExperimentJson);
 }
@@ -383,6 +421,7 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::ListLogRequest req;
   req.set_workload(o.workload);
   req.set_param(o.param);
+  SetPage(o, &req);
   auto r = c.ListLog(req);
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &LogTable, r->entries(), &LogJson);
@@ -445,9 +484,11 @@ int BatchShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& e
 }
 
 int BatchList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.ListBatches();
+  v1::ListBatchesRequest req;
+  SetPage(o, &req);
+  auto r = c.ListBatches(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &BatchesTable, r->batches(), &BatchJson);
+  return Emit(o, out, err, *r, &BatchesTable, r->batches(), &BatchSummaryJson);
 }
 
 int BatchCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -476,7 +517,9 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
     const std::string what = "stability run " + std::to_string(s->run_id());
     int waited =
         WaitWithProgress(o, err, 0, what, [&](double elapsed, std::string* line) -> Result<bool> {
-          auto r = c.GetRegression(o.workload);
+          v1::GetRegressionRequest get;
+          get.set_workload(o.workload);
+          auto r = c.GetRegression(get);
           if (!r.ok()) return r.status();
           for (const auto& x : r->stability())
             if (x.run_id() == s->run_id()) cur = x;
@@ -531,7 +574,13 @@ int RegressResolve(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 }
 
 int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = c.GetRegression(o.workload);
+  v1::GetRegressionRequest req;
+  req.set_workload(o.workload);
+  if (o.limit_given && o.limit == 0)
+    req.set_all(true);
+  else
+    req.set_limit(o.limit);
+  auto r = c.GetRegression(req);
   if (!r.ok()) return Fail(err, r.status());
   if (o.output == "csv") {
     out << RenderCsv(RegressionSeriesTable(*r));

@@ -23,7 +23,10 @@ struct CliOptions {
   std::string timeout;                             // --timeout for --wait ("" = none)
   int64_t id = 0;                                  // positional ID
   int64_t baseline = 0;                            // --baseline
-  int limit = 0;                                   // --limit (0 = server default)
+  int limit = 0;                                   // --limit: rows per page (0 = the default)
+  bool limit_given = false;                        // --limit was passed (--limit 0 = all rows)
+  std::string page_token;                          // --page-token: continue a list
+  std::string since;                               // --since 30d | 12h | 2026-01-31
   bool interactive = false;                        // stderr is a terminal: redraw progress in place
   std::vector<std::string> vary;                   // --vary NAME=VALUE (experiment run)
   std::vector<std::string> param_values;           // --param NAME=VALUE (hypothesis create)

@@ -452,7 +452,10 @@ Table SchedulesTable(const v1::ListSchedulesResponse& r) {
   return t;
 }
 
-ojson BatchJson(const v1::Batch& b) {
+namespace {
+
+// What a batch is, in its full view and in a list alike.
+ojson BatchHeadJson(const v1::Batch& b) {
   ojson j;
   j["id"] = b.id();
   j["workload"] = b.workload();
@@ -461,6 +464,13 @@ ojson BatchJson(const v1::Batch& b) {
   j["state"] = b.state();
   j["correction"] = b.correction();
   j["waiting"] = b.waiting();
+  return j;
+}
+
+}  // namespace
+
+ojson BatchJson(const v1::Batch& b) {
+  ojson j = BatchHeadJson(b);
   ojson es = ojson::array();
   for (int i = 0; i < b.experiments_size(); ++i) {
     ojson e = ExperimentJson(b.experiments(i));
@@ -475,14 +485,39 @@ ojson BatchJson(const v1::Batch& b) {
   return j;
 }
 
+namespace {
+
+// "improved 2, unchanged 1" (in name order); "-" when empty.
+std::string Counts(const google::protobuf::Map<std::string, int32_t>& m) {
+  std::map<std::string, int32_t> sorted(m.begin(), m.end());
+  std::string out;
+  for (const auto& [k, n] : sorted) out += (out.empty() ? "" : ", ") + k + " " + std::to_string(n);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+ojson BatchSummaryJson(const v1::Batch& b) {
+  ojson j = BatchHeadJson(b);
+  j["members"] = {{"total", b.members()},
+                  {"by_state", std::map<std::string, int32_t>(b.members_by_state().begin(),
+                                                              b.members_by_state().end())},
+                  {"by_decision", std::map<std::string, int32_t>(b.members_by_decision().begin(),
+                                                                 b.members_by_decision().end())}};
+  j["created_at"] = b.created_at();
+  return j;
+}
+
 Table BatchesTable(const v1::ListBatchesResponse& r) {
-  Table t{{"id", "workload", "baseline", "schedule", "state", "experiments", "done"}, {}};
+  Table t{{"id", "workload", "baseline", "schedule", "state", "experiments", "done", "decisions"},
+          {}};
   for (const auto& b : r.batches()) {
-    int done = 0;
-    for (const auto& e : b.experiments()) done += e.state() != "running";
+    const auto running = b.members_by_state().find("running");
+    const int active = running == b.members_by_state().end() ? 0 : running->second;
     t.rows.push_back({std::to_string(b.id()), b.workload(), std::to_string(b.baseline_id()),
                       b.schedule().empty() ? "-" : b.schedule(), b.state(),
-                      std::to_string(b.experiments_size()), std::to_string(done)});
+                      std::to_string(b.members()), std::to_string(b.members() - active),
+                      Counts(b.members_by_decision())});
   }
   return t;
 }
@@ -528,6 +563,7 @@ ojson RegressionJson(const v1::Regression& r) {
   for (const auto& p : r.points())
     pts.push_back({{"run_id", p.run_id()}, {"at", p.at()}, {"value", p.value()}});
   j["series"] = pts;
+  j["more_points"] = r.more_points();  // older runs exist: --limit N shows more
   ojson cps = ojson::array();
   for (const auto& c : r.changes())
     cps.push_back({{"first_run_id", c.first_run_id()},
@@ -651,7 +687,11 @@ std::string WatchLine(const v1::Watch& w) {
 std::string RegressionDetail(const v1::Regression& r) {
   std::string out = "Regression watch: " + r.workload() + " config v" +
                     std::to_string(r.config_version()) + ", " + r.metric() + " (" + r.better() +
-                    " is better), " + std::to_string(r.points_size()) + " comparable runs\n";
+                    " is better), " +
+                    (r.more_points() ? "the newest " + std::to_string(r.points_size()) +
+                                           " comparable runs (older ones: --limit N shows more)"
+                                     : std::to_string(r.points_size()) + " comparable runs") +
+                    "\n";
   if (r.changes_size() == 0) {
     out += "change points: none\n";
   } else {

@@ -120,11 +120,23 @@ int main(int argc, char** argv) {
     }
     if ((v == "show" && n != "config" && n != "regress") || v == "cancel" || v == "freeze")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
-    if (n == "run" && v == "list") {
+    if (n == "run" && v == "list")
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
-      sub->add_option("--limit", o.limit, "at most this many (newest)")
-          ->check(CLI::Range(1, 100000));
+    // Every list pages: the newest 50 (workloads: the first 50 by name), oldest first.
+    const bool paged = (v == "list" && n != "agent" && n != "schedule") || n == "log";
+    if (paged) {
+      sub->add_option("--limit", o.limit,
+                      "rows per page (default 50; 0 = all of them, refused past 1000)");
+      sub->add_option("--page-token", o.page_token,
+                      "the next page: the token the previous page printed");
     }
+    if (paged && n != "workload")
+      sub->add_option("--since", o.since,
+                      "only rows since then: 30d, 12h, 2026-01-31 or 2026-01-31T08:00:00Z (UTC)");
+    if (n == "regress" && v == "show")
+      sub->add_option("--limit", o.limit,
+                      "the newest points of the series (default 200; 0 = the whole series, "
+                      "refused past 20000)");
     leaves.emplace_back(sub, &cmd);
   }
   CLI11_PARSE(app, argc, argv);
@@ -132,6 +144,8 @@ int main(int argc, char** argv) {
 
   for (const auto& [sub, cmd] : leaves) {
     if (!sub->parsed()) continue;
+    if (const CLI::Option* limit = sub->get_option_no_throw("--limit"))
+      o.limit_given = limit->count() > 0;
     std::string user = std::getenv("USER") ? std::getenv("USER") : "";
     if (user.empty()) {
       const passwd* pw = getpwuid(getuid());

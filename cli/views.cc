@@ -30,6 +30,17 @@ ojson WorkloadJson(const v1::Workload& w) {
   return j;
 }
 
+ojson PageJson(ojson items, const std::string& next_page_token) {
+  ojson j;
+  j["items"] = std::move(items);
+  j["next_page_token"] = next_page_token.empty() ? ojson(nullptr) : ojson(next_page_token);
+  return j;
+}
+
+std::string NextPageHint(const std::string& next_page_token) {
+  return "more: the next page with --page-token " + next_page_token;
+}
+
 Table WorkloadsTable(const v1::ListWorkloadsResponse& r) {
   Table t{{"name", "config", "revision", "repeats", "description"}, {}};
   for (const auto& w : r.workloads())

@@ -13,6 +13,11 @@ namespace tunectl {
 
 using ojson = nlohmann::ordered_json;
 
+// A paged list's JSON: {"items": [...], "next_page_token": "..." or null on the last page}.
+ojson PageJson(ojson items, const std::string& next_page_token);
+// The stderr line under a table or CSV whose list has more pages.
+std::string NextPageHint(const std::string& next_page_token);
+
 ojson WorkloadJson(const v1::Workload& w);
 Table WorkloadsTable(const v1::ListWorkloadsResponse& r);
 
@@ -56,6 +61,8 @@ Table LogTable(const v1::ListLogResponse& r);
 ojson ScheduleJson(const v1::Schedule& s);
 Table SchedulesTable(const v1::ListSchedulesResponse& r);
 ojson BatchJson(const v1::Batch& b);
+// A batch in a list: its members counted by state and decision (batch show has each member).
+ojson BatchSummaryJson(const v1::Batch& b);
 Table BatchesTable(const v1::ListBatchesResponse& r);
 std::string BatchDetail(const v1::Batch& b);
 

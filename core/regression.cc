@@ -247,6 +247,26 @@ std::vector<ChangePoint> NewConfirmedRegressions(const std::vector<double>& valu
   return out;
 }
 
+std::vector<ChangePoint> NewConfirmedRegressionsInTail(
+    const std::vector<double>& newest, bool whole, const MetricSpec& metric,
+    const std::vector<size_t>& recorded_first_bad, const ConfirmOptions& o) {
+  const size_t cut = newest.size() > o.tail ? newest.size() - o.tail : 0;
+  if (cut == 0 && whole) return NewConfirmedRegressions(newest, metric, recorded_first_bad, o);
+  const std::vector<double> tail(newest.begin() + static_cast<std::ptrdiff_t>(cut), newest.end());
+  std::vector<size_t> recorded;
+  for (size_t r : recorded_first_bad)
+    if (r >= cut) recorded.push_back(r - cut);
+  std::vector<ChangePoint> out;
+  for (ChangePoint c : NewConfirmedRegressions(tail, metric, recorded, o)) {
+    if (c.index < o.margin) continue;
+    c.index += cut;
+    bool known = false;  // a recorded one just before the tail (with a margin under tolerance)
+    for (size_t r : recorded_first_bad) known = known || (r < cut && c.index - r <= o.tolerance);
+    if (!known) out.push_back(c);
+  }
+  return out;
+}
+
 std::vector<StabilityFinding> CheckStabilityRun(const WorkloadSpec& spec,
                                                 const std::vector<std::string>& metric_names,
                                                 const std::vector<SteadyState>& analyses) {

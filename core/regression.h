@@ -80,11 +80,34 @@ struct ConfirmOptions {
   size_t min_after = 6;
   size_t stable_for = 4;
   size_t tolerance = 5;
+  // The incremental form below: the newest `tail` points are analysed (four windows of 50), and
+  // a change among their oldest `margin` is context only, never newly confirmed.
+  size_t tail = 200;
+  size_t margin = 25;
 };
 std::vector<ChangePoint> NewConfirmedRegressions(const std::vector<double>& values,
                                                  const MetricSpec& metric,
                                                  const std::vector<size_t>& recorded_first_bad,
                                                  const ConfirmOptions& o = {});
+
+// The same rule, incrementally (as Apache Otava analyses only the newest part of a series): over
+// the newest `o.tail` points of the series only, so that a finished run costs the same at 24,000
+// runs as at 200. `newest` holds the newest points (oldest first; more than `o.tail` are cut to
+// the newest `o.tail`); `whole` says no point precedes them. Indexes (in and out) are positions
+// in `newest`.
+//  - While the series has at most `o.tail` points (`whole`), this is NewConfirmedRegressions on
+//    the same values: the same regressions at the same first bad runs.
+//  - On a longer series a change among the oldest `o.margin` points of the tail is not newly
+//    confirmed: that far back the tail's first window cuts the level before it short (an edge,
+//    not a change). A change is therefore confirmed within tail - margin = 175 runs after it
+//    began or not at all, where the full analysis could still confirm it later (its p keeps
+//    falling as runs after it accumulate); the analysis windows start at the tail's first point,
+//    not at the series' first, and a change's level before it reaches back at most to the tail's
+//    start. bench/watch.cc replays long series with both rules and counts where they differ
+//    (docs/benchmarks.md).
+std::vector<ChangePoint> NewConfirmedRegressionsInTail(
+    const std::vector<double>& newest, bool whole, const MetricSpec& metric,
+    const std::vector<size_t>& recorded_first_bad, const ConfirmOptions& o = {});
 
 // A stability run (one long run) judged within itself: the primary metric must reach a steady
 // state, and no metric may degrade part-way through (memory creep, thermal throttling, a slowing

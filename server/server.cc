@@ -3,10 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 
+#include "core/paging.h"
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/health.h"
@@ -115,10 +117,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   if (!probe.ok()) return probe.status();
   s->health_ = std::move(*probe);
 
+  const int beat_ms = opts.heartbeat_interval_ms > 0
+                          ? opts.heartbeat_interval_ms
+                          : std::clamp(opts.agent_timeout_s * 1000 / 3, 1000, 5000);
   DispatcherOptions dopts;
   dopts.interval_ms = opts.dispatch_interval_ms;
   dopts.agent_timeout_s = opts.agent_timeout_s;
-  dopts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
+  dopts.heartbeat_interval_ms = beat_ms;
   dopts.clock = s->clock_.get();
   s->leader_ = std::make_unique<LeaderLock>(dsn);
   dopts.try_lead = [lock = s->leader_.get()] { return lock->Check(); };
@@ -126,7 +131,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   s->tuning_ =
       std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get(), s->clock_.get());
   AgentServiceOptions aopts;
-  aopts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
+  aopts.heartbeat_interval_ms = beat_ms;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   aopts.server_id = std::string(host) + ":" + std::to_string(getpid());
@@ -146,6 +151,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // 16 MiB both ways (gRPC's default receive limit is 4 MiB), as the CLI's: a margin only, since
+  // every list pages (core/paging.h).
+  b.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  b.SetMaxSendMessageSize(kMaxMessageBytes);
   s->grpc_ = b.BuildAndStart();
   if (!s->grpc_ || s->port_ == 0)
     return Status::Unavailable("cannot listen on " + opts.listen +

@@ -149,8 +149,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       return;
     }
     auto self = shared_from_this();
+    awaiting_store = true;  // its heartbeats are not read until this is handled
     sh_->workers.Post([self, msg = std::move(in_)]() mutable {
-      if (self->Handle(msg)) self->ReadNext();
+      const bool next = self->Handle(msg);
+      self->Touch();
+      self->awaiting_store = false;
+      if (next) self->ReadNext();
     });
   }
 
@@ -281,8 +285,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
                                           "; it is retried elsewhere");
             // Not here again before the agent says it is healthy: the retry must not come back
             // to this node in the pass this Notify starts, ahead of the agent's next heartbeat.
-            Beat(busy.load(), "run " + std::to_string(f.run_id()) + " could not run here: " +
-                                  res.reason);
+            Beat(busy.load(),
+                 "run " + std::to_string(f.run_id()) + " could not run here: " + res.reason);
           }
           Send(AckOf(f.run_id(), f.attempt(), f.seq()));
           sh_->dispatcher->Notify();  // a slot is free

@@ -78,7 +78,9 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                                  v1::RecordedRegression*) override;
 
  private:
-  Status FillBatch(const BatchRow& b, v1::Batch* out);
+  // `schedules`: the schedules when the caller has them (a list), else loaded when needed.
+  Status FillBatch(const BatchRow& b, v1::Batch* out,
+                   const std::vector<ScheduleRow>* schedules = nullptr);
   void FillWatch(const WatchRow& w, v1::Watch* out);
   int64_t NowS() const { return clock_->NowS(); }
   Store* store_;

@@ -1,6 +1,7 @@
 #include <chrono>
 
 #include "core/experiment.h"
+#include "core/paging.h"
 #include "core/regression.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
@@ -46,6 +47,38 @@ Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<R
   return Status::Ok();
 }
 
+// Every list pages (core/paging.h): its name in tokens and messages, its default and cap.
+const PageRules kLogPages{"log"};
+const PageRules kExperimentPages{"experiments"};
+const PageRules kBatchPages{"batches"};
+const PageRules kBaselinePages{"baselines"};
+const PageRules kRunPages{"runs"};
+const PageRules kHypothesisPages{"hypotheses"};
+const PageRules kWorkloadPages{"workloads", kDefaultPageSize, kMaxPageSize, /*keyed_by_name=*/true,
+                               /*has_since=*/false};
+
+// The page a list request asks for, against the server's clock (which --since counts back from).
+template <typename Req>
+Result<Page> PageOf(const PageRules& rules, const Req& req, int64_t now_ms) {
+  PageRequest in;
+  in.limit = req.limit();
+  in.all = req.all();
+  in.token = req.page_token();
+  if constexpr (requires { req.since(); }) in.since = req.since();
+  return ResolvePage(rules, in, now_ms);
+}
+
+// After the store's page: the token for the next one, or the refusal of "all" past the cap.
+template <typename Row>
+Status NextPage(const PageRules& rules, const Page& page, const Paged<Row>& rows,
+                std::string* token) {
+  if (!rows.more) return Status::Ok();
+  if (page.all) return TooManyForOnePage(rules);
+  *token = rules.keyed_by_name ? PageToken(rules.list, rows.next_after)
+                               : PageToken(rules.list, rows.next_before);
+  return Status::Ok();
+}
+
 }  // namespace
 
 grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
@@ -60,11 +93,16 @@ grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*, const v1::ListWorkloadsRequest*,
+grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*,
+                                              const v1::ListWorkloadsRequest* req,
                                               v1::ListWorkloadsResponse* resp) {
-  auto r = store_->ListWorkloads();
+  auto page = PageOf(kWorkloadPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListWorkloads(*page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& w : *r) ToProto(w, resp->add_workloads());
+  if (auto st = NextPage(kWorkloadPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  for (const auto& w : r->rows) ToProto(w, resp->add_workloads());
   return grpc::Status::OK;
 }
 
@@ -91,20 +129,28 @@ grpc::Status TuningServiceImpl::GetBaseline(grpc::ServerContext*, const v1::GetB
 grpc::Status TuningServiceImpl::ListBaselines(grpc::ServerContext*,
                                               const v1::ListBaselinesRequest* req,
                                               v1::ListBaselinesResponse* resp) {
-  auto r = store_->ListBaselines(req->workload());
+  auto page = PageOf(kBaselinePages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListBaselines(req->workload(), *page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& b : *r) ToProto(b, resp->add_baselines());
+  if (auto st = NextPage(kBaselinePages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  for (const auto& b : r->rows) ToProto(b, resp->add_baselines());
   return grpc::Status::OK;
 }
 
 grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* req,
                                          v1::ListRunsResponse* resp) {
-  auto runs = store_->ListRuns(req->baseline_id(), req->limit());
+  auto page = PageOf(kRunPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto runs = store_->ListRuns(req->baseline_id(), *page);
   if (!runs.ok()) return ToGrpc(runs.status());
+  if (auto st = NextPage(kRunPages, *page, *runs, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
   std::vector<RunRow*> ptrs;
-  for (auto& r : *runs) ptrs.push_back(&r);
+  for (auto& r : runs->rows) ptrs.push_back(&r);
   if (auto st = ExplainWaits(*store_, schedules_, NowS(), ptrs); !st.ok()) return ToGrpc(st);
-  for (const auto& r : *runs) ToProto(r, resp->add_runs());
+  for (const auto& r : runs->rows) ToProto(r, resp->add_runs());
   return grpc::Status::OK;
 }
 
@@ -156,9 +202,13 @@ grpc::Status TuningServiceImpl::GetHypothesis(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::ListHypotheses(grpc::ServerContext*,
                                                const v1::ListHypothesesRequest* req,
                                                v1::ListHypothesesResponse* resp) {
-  auto r = store_->ListHypotheses(req->workload());
+  auto page = PageOf(kHypothesisPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListHypotheses(req->workload(), *page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& h : *r) ToProto(h, resp->add_hypotheses());
+  if (auto st = NextPage(kHypothesisPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  for (const auto& h : r->rows) ToProto(h, resp->add_hypotheses());
   return grpc::Status::OK;
 }
 
@@ -193,9 +243,13 @@ grpc::Status TuningServiceImpl::GetExperiment(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
                                                 const v1::ListExperimentsRequest* req,
                                                 v1::ListExperimentsResponse* resp) {
-  auto r = store_->ListExperiments(req->workload());
+  auto page = PageOf(kExperimentPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListExperiments(req->workload(), *page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& e : *r) ToProto(e, resp->add_experiments());
+  if (auto st = NextPage(kExperimentPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  for (const auto& e : r->rows) ToProto(e, resp->add_experiments());
   return grpc::Status::OK;
 }
 
@@ -238,9 +292,13 @@ grpc::Status TuningServiceImpl::GetConfig(grpc::ServerContext*, const v1::GetCon
 
 grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogRequest* req,
                                         v1::ListLogResponse* resp) {
-  auto r = store_->ListLog(req->workload(), req->param());
+  auto page = PageOf(kLogPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListLog(req->workload(), req->param(), *page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& l : *r) ToProto(l, resp->add_entries());
+  if (auto st = NextPage(kLogPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  for (const auto& l : r->rows) ToProto(l, resp->add_entries());
   return grpc::Status::OK;
 }
 
@@ -305,7 +363,8 @@ grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext*, const v1::Li
   return grpc::Status::OK;
 }
 
-Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out) {
+Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out,
+                                    const std::vector<ScheduleRow>* schedules) {
   out->set_id(b.id);
   out->set_workload(b.workload);
   out->set_baseline_id(b.baseline_id);
@@ -314,21 +373,29 @@ Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out) {
   out->set_correction(b.correction);
   out->set_actor(b.actor);
   out->set_created_at(b.created_at);
+  out->set_members(b.members);
+  for (const auto& [k, n] : b.members_by_state) (*out->mutable_members_by_state())[k] = n;
+  for (const auto& [k, n] : b.members_by_decision) (*out->mutable_members_by_decision())[k] = n;
   // The batch's correction is made once, by the store, when the batch completes
   // (core::DecideBatch); this only shows it. Members still running or measured have none yet.
-  int waiting = 0;
   for (const auto& e : b.experiments) {
     ToProto(e, out->add_experiments());
     const bool corrected = e.verdict && !e.verdict->correction.empty();
     out->add_adjusted_p(corrected ? e.verdict->adjusted_p.value_or(1.0)
                                   : (e.verdict ? e.verdict->PrimaryP() : 1.0));
     out->add_adjusted_decision(corrected ? e.decision : "");
-    waiting += e.state == "running";
   }
   if (b.state == "running" && b.schedule_id) {
-    auto rows = store_->ListSchedules();
-    if (!rows.ok()) return rows.status();
-    for (const auto& r : *rows)
+    std::vector<ScheduleRow> loaded;
+    if (!schedules) {
+      auto rows = store_->ListSchedules();
+      if (!rows.ok()) return rows.status();
+      loaded = std::move(*rows);
+      schedules = &loaded;
+    }
+    const auto running = b.members_by_state.find("running");
+    const int waiting = running == b.members_by_state.end() ? 0 : running->second;
+    for (const auto& r : *schedules)
       if (r.id == b.schedule_id)
         out->set_waiting(std::to_string(waiting) + " experiment(s) run only inside schedule " +
                          r.name + " (" + r.tz + "): " + schedules_.Describe(r, NowS()));
@@ -361,12 +428,18 @@ grpc::Status TuningServiceImpl::GetBatch(grpc::ServerContext*, const v1::GetBatc
   return ToGrpc(FillBatch(*b, resp));
 }
 
-grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext*, const v1::ListBatchesRequest*,
+grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext*, const v1::ListBatchesRequest* req,
                                             v1::ListBatchesResponse* resp) {
-  auto r = store_->ListBatches();
+  auto page = PageOf(kBatchPages, *req, clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ListBatches(*page);
   if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& b : *r)
-    if (auto st = FillBatch(b, resp->add_batches()); !st.ok()) return ToGrpc(st);
+  if (auto st = NextPage(kBatchPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
+    return ToGrpc(st);
+  auto schedules = store_->ListSchedules();  // once for the page, not once per batch
+  if (!schedules.ok()) return ToGrpc(schedules.status());
+  for (const auto& b : r->rows)
+    if (auto st = FillBatch(b, resp->add_batches(), &*schedules); !st.ok()) return ToGrpc(st);
   return grpc::Status::OK;
 }
 
@@ -381,8 +454,12 @@ grpc::Status TuningServiceImpl::CancelBatch(grpc::ServerContext* ctx,
 grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
                                               const v1::GetRegressionRequest* req,
                                               v1::Regression* resp) {
-  auto s = store_->GetRegressionSeries(req->workload());
+  auto points = ResolveSeriesPoints(req->limit(), req->all());
+  if (!points.ok()) return ToGrpc(points.status());
+  auto s = store_->GetRegressionSeries(req->workload(), *points);
   if (!s.ok()) return ToGrpc(s.status());
+  if (req->all() && s->more_points) return ToGrpc(TooManyPoints());
+  resp->set_more_points(s->more_points);
   resp->set_workload(s->workload);
   resp->set_config_version(s->config_version);
   resp->set_metric(s->metric.name);

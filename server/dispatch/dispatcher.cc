@@ -182,7 +182,7 @@ void Dispatcher::LivenessOnce() {
   std::vector<AgentBeat> beats;
   for (const auto& s : sessions) {
     const int64_t silent = now_ms - s->last_beat_ms;
-    if (silent > timeout_ms) {
+    if (silent > timeout_ms && !s->awaiting_store) {
       log_(LogLevel::kWarn, "agent " + s->name + " sent nothing for " +
                                 std::to_string(silent / 1000) + " s; closing its session");
       s->Close("no heartbeat for " + std::to_string(silent / 1000) + " s (--agent-timeout " +

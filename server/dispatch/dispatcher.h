@@ -55,6 +55,9 @@ class AgentSession {
   int slots = 0;
   std::atomic<bool> busy{false};  // idle probe failed: start nothing here
   std::atomic<int64_t> last_beat_ms{NowSteadyMs()};
+  // The server itself holds the agent's next message back (its last one waits for the store, e.g.
+  // a finish queued behind a baseline's row lock): the agent is not silent while this is set.
+  std::atomic<bool> awaiting_store{false};
 
  private:
   mutable std::mutex mu_;

@@ -180,18 +180,12 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
                                        PgArray(ids)))
       held[r["agent_id"].as<int64_t>()] = r["n"].as<int>();
     std::vector<ClaimSlot> slots;
-    std::vector<int64_t> free_ids;
-    std::set<LabelMap> label_sets;
     std::map<int64_t, const ClaimRequest*> by_id;
-    int free_total = 0;
     for (const auto& a : agents) {
       const int free = a.slots - held[a.agent_id];
       if (free <= 0 || by_id.count(a.agent_id)) continue;
       slots.push_back({a.agent_id, a.labels, free});
-      free_ids.push_back(a.agent_id);
-      label_sets.insert(a.labels);
       by_id[a.agent_id] = &a;
-      free_total += free;
     }
     if (slots.empty()) return out;
     // A schedule's agent cap is checked against the runs active now; claims that could raise it
@@ -208,39 +202,79 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
         if (!r["agent_id"].is_null()) c.agents.insert(r["agent_id"].as<int64_t>());
       }
     }
-    json labels = json::array();
-    for (const auto& l : label_sets) labels.push_back(l);
     // The oldest queued runs some agent here could take: a selector one of them satisfies, a
     // window open long enough, not kept on another server's agent, and no more of the runs kept
     // on one of these agents than it has free slots (so they cannot crowd out the others).
-    std::vector<int64_t> free_counts;
-    for (const auto& sl : slots) free_counts.push_back(sl.free);
+    // Runs already picked in an earlier round of this pass ($6) are left out.
     w.conn().prepare(
         "tunectl_claim_candidates",
         "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, free)), c AS "
         "(SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn "
         "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id "
         "= e.agent_id AND p.connected AND p.unhealthy = '' WHERE r.state = 'queued' AND (p.id IS "
-        "NULL OR p.id = ANY($1::bigint[])) AND EXISTS (SELECT 1 FROM jsonb_array_elements($3::"
-        "jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR COALESCE(($4::jsonb ->> "
-        "r.schedule_id::text)::bigint, -1) >= r.expected_s)) SELECT r.id AS id, r.selector::text "
-        "AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, COALESCE(r.schedule_id, 0) "
-        "AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c JOIN runs r ON r.id = c.id LEFT "
-        "JOIN f ON f.agent_id = c.pinned WHERE r.state = 'queued' AND (c.pinned IS NULL OR c.rn "
-        "<= f.free) ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED");
-    std::vector<ClaimCandidate> candidates;
-    for (const auto& r :
-         w.exec_prepared("tunectl_claim_candidates", PgArray(free_ids), PgArray(free_counts),
-                         labels.dump(), open_windows, free_total + 16)) {
-      ClaimCandidate c;
-      c.run_id = r["id"].as<int64_t>();
-      c.selector = JsonToMap(r["selector"].as<std::string>());
-      c.experiment_id = r["experiment_id"].as<int64_t>();
-      c.schedule_id = r["schedule_id"].as<int64_t>();
-      c.pinned_agent = r["pinned"].as<int64_t>();
-      candidates.push_back(std::move(c));
+        "NULL OR p.id = ANY($1::bigint[])) AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 "
+        "FROM jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL "
+        "OR COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)) SELECT "
+        "r.id AS id, r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, "
+        "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c JOIN "
+        "runs r ON r.id = c.id LEFT JOIN f ON f.agent_id = c.pinned WHERE r.state = 'queued' AND "
+        "(c.pinned IS NULL OR c.rn <= f.free) ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP "
+        "LOCKED");
+    // Rounds: the candidates are the oldest runs any free agent could take, as many as the free
+    // slots (+16); when those fit only some of the agents (the oldest runs all want one pool),
+    // the next round asks again for the agents still free alone, so a run only they can take (a
+    // pinned experiment, a narrow selector) is not starved behind a long queue for the others.
+    std::vector<ClaimPick> picks;
+    std::vector<int64_t> seen;             // every candidate of an earlier round, picked or not
+    std::map<int64_t, int64_t> exp_agent;  // experiment -> agent, from earlier rounds' picks
+    std::vector<ClaimSlot> remaining = slots;
+    for (int round = 0; round < 4 && !remaining.empty(); ++round) {
+      std::set<LabelMap> sets;
+      std::vector<int64_t> free_ids, free_counts;
+      int free_now = 0;
+      for (const auto& sl : remaining) {
+        sets.insert(sl.labels);
+        free_ids.push_back(sl.agent_id);
+        free_counts.push_back(sl.free);
+        free_now += sl.free;
+      }
+      json labels = json::array();
+      for (const auto& l : sets) labels.push_back(l);
+      std::vector<ClaimCandidate> candidates;
+      std::map<int64_t, int64_t> schedule_of;
+      for (const auto& r :
+           w.exec_prepared("tunectl_claim_candidates", PgArray(free_ids), PgArray(free_counts),
+                           labels.dump(), open_windows, free_now + 16, PgArray(seen))) {
+        ClaimCandidate c;
+        c.run_id = r["id"].as<int64_t>();
+        c.selector = JsonToMap(r["selector"].as<std::string>());
+        c.experiment_id = r["experiment_id"].as<int64_t>();
+        c.schedule_id = r["schedule_id"].as<int64_t>();
+        c.pinned_agent = r["pinned"].as<int64_t>();
+        if (c.pinned_agent == 0 && exp_agent.count(c.experiment_id))
+          c.pinned_agent = exp_agent[c.experiment_id];
+        schedule_of[c.run_id] = c.schedule_id;
+        seen.push_back(c.run_id);
+        candidates.push_back(std::move(c));
+      }
+      // Fewer than asked for: no older run was cut off, the next round would find nothing new.
+      const bool all_seen = static_cast<int>(candidates.size()) < free_now + 16;
+      const std::vector<ClaimPick> round_picks = PlanClaims(remaining, candidates, caps);
+      std::map<int64_t, int64_t> picked_exp;
+      for (const auto& c : candidates) picked_exp[c.run_id] = c.experiment_id;
+      for (const auto& p : round_picks) {
+        picks.push_back(p);
+        if (picked_exp[p.run_id] != 0) exp_agent.emplace(picked_exp[p.run_id], p.agent_id);
+        if (int64_t sc = schedule_of[p.run_id]; sc != 0 && caps.count(sc))
+          caps[sc].agents.insert(p.agent_id);
+        for (auto& sl : remaining)
+          if (sl.agent_id == p.agent_id) --sl.free;
+      }
+      remaining.erase(std::remove_if(remaining.begin(), remaining.end(),
+                                     [](const ClaimSlot& sl) { return sl.free <= 0; }),
+                      remaining.end());
+      if (all_seen) break;
     }
-    const std::vector<ClaimPick> picks = PlanClaims(slots, candidates, caps);
     if (picks.empty()) return out;
     std::vector<int64_t> runs, owners;
     std::vector<std::string> sessions;

@@ -31,34 +31,50 @@ ScheduleRow ScheduleFromRow(const pqxx::row& r) {
   return s;
 }
 
-Result<BatchRow> LoadBatch(pqxx::work& w, int64_t id) {
-  auto r = w.exec_params(
-      "SELECT b.id AS id, wl.name AS workload, COALESCE(s.name, '') AS schedule, b.state AS "
-      "state, b.correction AS correction, b.actor AS actor, tunectl_ts(b.created_at) AS "
-      "created_at, b.baseline_id AS baseline_id, COALESCE(b.schedule_id, 0) AS schedule_id FROM "
-      "batches b JOIN workloads wl ON wl.id = b.workload_id LEFT JOIN schedules s ON s.id = "
-      "b.schedule_id WHERE b.id = $1",
-      id);
-  if (r.empty()) return Status::NotFound("batch " + std::to_string(id) + " not found");
+const char* const kBatchColumns =
+    "SELECT b.id AS id, wl.name AS workload, COALESCE(s.name, '') AS schedule, b.state AS state, "
+    "b.correction AS correction, b.actor AS actor, tunectl_ts(b.created_at) AS created_at, "
+    "b.baseline_id AS baseline_id, COALESCE(b.schedule_id, 0) AS schedule_id";
+const char* const kBatchFrom =
+    " FROM batches b JOIN workloads wl ON wl.id = b.workload_id LEFT JOIN schedules s ON s.id = "
+    "b.schedule_id ";
+
+BatchRow BatchFromRow(const pqxx::row& r) {
   BatchRow b;
-  b.id = r[0]["id"].as<int64_t>();
-  b.workload = r[0]["workload"].as<std::string>();
-  b.schedule = r[0]["schedule"].as<std::string>();
-  b.state = r[0]["state"].as<std::string>();
-  b.correction = r[0]["correction"].as<std::string>();
-  b.actor = r[0]["actor"].as<std::string>();
-  b.created_at = r[0]["created_at"].as<std::string>();
-  b.baseline_id = r[0]["baseline_id"].as<int64_t>();
-  b.schedule_id = r[0]["schedule_id"].as<int64_t>();
+  b.id = r["id"].as<int64_t>();
+  b.workload = r["workload"].as<std::string>();
+  b.schedule = r["schedule"].as<std::string>();
+  b.state = r["state"].as<std::string>();
+  b.correction = r["correction"].as<std::string>();
+  b.actor = r["actor"].as<std::string>();
+  b.created_at = r["created_at"].as<std::string>();
+  b.baseline_id = r["baseline_id"].as<int64_t>();
+  b.schedule_id = r["schedule_id"].as<int64_t>();
+  return b;
+}
+
+// A running batch none of whose members runs any more is shown as done (it is marked done when
+// its last member's decision is recorded).
+std::string ShownBatchState(const std::string& state, bool member_running) {
+  return state == "running" && !member_running ? "done" : state;
+}
+
+Result<BatchRow> LoadBatch(pqxx::work& w, int64_t id) {
+  auto r = w.exec(std::string(kBatchColumns) + kBatchFrom + "WHERE b.id = " + std::to_string(id));
+  if (r.empty()) return Status::NotFound("batch " + std::to_string(id) + " not found");
+  BatchRow b = BatchFromRow(r[0]);
   bool running = false;
   for (const auto& e :
        w.exec_params("SELECT id FROM experiments WHERE batch_id = $1 ORDER BY id", id)) {
     auto x = LoadExperimentById(w, e[0].as<int64_t>());
     if (!x.ok()) return x.status();
     running |= x->state == "running";
+    b.members_by_state[x->state]++;
+    if (!x->decision.empty()) b.members_by_decision[x->decision]++;
     b.experiments.push_back(*x);
   }
-  if (b.state == "running" && !running) b.state = "done";
+  b.members = static_cast<int>(b.experiments.size());
+  b.state = ShownBatchState(b.state, running);
   return b;
 }
 
@@ -149,17 +165,32 @@ Result<BatchRow> Store::GetBatch(int64_t id) {
   return InTx<BatchRow>(pool_, clock_, [&](pqxx::work& w) { return LoadBatch(w, id); });
 }
 
-Result<std::vector<BatchRow>> Store::ListBatches() {
-  return InTx<std::vector<BatchRow>>(
-      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<BatchRow>> {
-        std::vector<BatchRow> out;
-        for (const auto& r : w.exec("SELECT id FROM batches ORDER BY id")) {
-          auto b = LoadBatch(w, r[0].as<int64_t>());
-          if (!b.ok()) return b.status();
-          out.push_back(*b);
-        }
-        return out;
-      });
+Result<Paged<BatchRow>> Store::ListBatches(const Page& page) {
+  return InTx<Paged<BatchRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<BatchRow>> {
+    // One query: each batch with its members counted by state and by decision (an index scan of
+    // experiments_batch per batch), never the members' verdicts.
+    std::vector<BatchRow> rows;
+    for (const auto& r :
+         w.exec(std::string(kBatchColumns) +
+                ", COALESCE((SELECT json_object_agg(x.state, x.n)::text FROM (SELECT e.state, "
+                "count(*) AS n FROM experiments e WHERE e.batch_id = b.id GROUP BY e.state) x), "
+                "'{}') AS by_state, COALESCE((SELECT json_object_agg(x.decision, x.n)::text FROM "
+                "(SELECT e.decision, count(*) AS n FROM experiments e WHERE e.batch_id = b.id AND "
+                "e.decision IS NOT NULL GROUP BY e.decision) x), '{}') AS by_decision" +
+                kBatchFrom + "WHERE true" + PageWhere(page, "b.id", "b.created_at") +
+                PageOrder(page, "b.id"))) {
+      BatchRow b = BatchFromRow(r);
+      for (const auto& [key, n] : JsonToMap(r["by_state"].as<std::string>())) {
+        b.members_by_state[key] = std::stoi(n);
+        b.members += std::stoi(n);
+      }
+      for (const auto& [key, n] : JsonToMap(r["by_decision"].as<std::string>()))
+        b.members_by_decision[key] = std::stoi(n);
+      b.state = ShownBatchState(b.state, b.members_by_state.count("running") > 0);
+      rows.push_back(std::move(b));
+    }
+    return MakePage(std::move(rows), page, [](const BatchRow& b) { return b.id; });
+  });
 }
 
 Result<BatchRow> Store::CancelBatch(int64_t id, const std::string& actor) {

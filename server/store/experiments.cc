@@ -444,19 +444,21 @@ Result<HypothesisRow> Store::GetHypothesis(int64_t id) {
   });
 }
 
-Result<std::vector<HypothesisRow>> Store::ListHypotheses(const std::string& workload) {
-  return InTx<std::vector<HypothesisRow>>(
-      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<HypothesisRow>> {
+Result<Paged<HypothesisRow>> Store::ListHypotheses(const std::string& workload, const Page& page) {
+  return InTx<Paged<HypothesisRow>>(
+      pool_, clock_, [&](pqxx::work& w) -> Result<Paged<HypothesisRow>> {
+        std::string where = "true";
         if (!workload.empty()) {
           auto wl = LoadWorkload(w, workload);
           if (!wl.ok()) return wl.status();
+          where = "h.workload_id = " + std::to_string(wl->id);
         }
-        std::vector<HypothesisRow> out;
-        for (const auto& r : w.exec_params(
-                 std::string(kHypothesisSelect) + "WHERE $1 = '' OR wl.name = $1 ORDER BY h.id",
-                 workload))
-          out.push_back(HypothesisFromRow(r));
-        return out;
+        std::vector<HypothesisRow> rows;
+        for (const auto& r :
+             w.exec(std::string(kHypothesisSelect) + "WHERE " + where +
+                    PageWhere(page, "h.id", "h.created_at") + PageOrder(page, "h.id")))
+          rows.push_back(HypothesisFromRow(r));
+        return MakePage(std::move(rows), page, [](const HypothesisRow& h) { return h.id; });
       });
 }
 
@@ -469,22 +471,24 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
   return InTx<ExperimentRow>(pool_, clock_, [&](pqxx::work& w) { return LoadExperiment(w, id); });
 }
 
-Result<std::vector<ExperimentRow>> Store::ListExperiments(const std::string& workload) {
-  return InTx<std::vector<ExperimentRow>>(
-      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<ExperimentRow>> {
+Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page) {
+  return InTx<Paged<ExperimentRow>>(
+      pool_, clock_, [&](pqxx::work& w) -> Result<Paged<ExperimentRow>> {
+        std::string where = "true";
         if (!workload.empty()) {
           auto wl = LoadWorkload(w, workload);
           if (!wl.ok()) return wl.status();
+          where = "e.workload_id = " + std::to_string(wl->id);
         }
-        std::vector<ExperimentRow> out;
+        std::vector<ExperimentRow> rows;
         for (const auto& r :
-             w.exec_params(Sql(kExperimentSelect) + "WHERE $1 = '' OR wl.name = $1 ORDER BY e.id",
-                           workload)) {
+             w.exec(Sql(kExperimentSelect) + "WHERE " + where +
+                    PageWhere(page, "e.id", "e.created_at") + PageOrder(page, "e.id"))) {
           auto e = ExperimentFromRow(r);
           if (!e.ok()) return e.status();
-          out.push_back(*e);
+          rows.push_back(*e);
         }
-        return out;
+        return MakePage(std::move(rows), page, [](const ExperimentRow& e) { return e.id; });
       });
 }
 

@@ -100,42 +100,43 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
   });
 }
 
-Result<std::vector<LogRow>> Store::ListLog(const std::string& workload, const std::string& param) {
-  return InTx<
-      std::vector<LogRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<LogRow>> {
+Result<Paged<LogRow>> Store::ListLog(const std::string& workload, const std::string& param,
+                                     const Page& page) {
+  return InTx<Paged<LogRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<LogRow>> {
+    std::string where = "l.kind IN ('decided', 'regression', 'resolved')";
     if (!workload.empty()) {
       auto wl = LoadWorkload(w, workload);
       if (!wl.ok()) return wl.status();
+      where += " AND l.workload_id = " + std::to_string(wl->id);
     }
-    std::vector<LogRow> out;
-    for (const auto& r : w.exec_params(
-             "SELECT COALESCE(l.experiment_id, 0) AS experiment_id, wl.name AS workload, "
-             "tunectl_ts(l.at) AS at, l.actor AS actor, l.entry::text AS entry, (SELECT "
-             "f.entry::text FROM tuning_log f WHERE f.experiment_id = l.experiment_id AND f.kind "
-             "= 'frozen' ORDER BY f.id DESC LIMIT 1) AS frozen, l.kind AS kind FROM tuning_log l "
-             "JOIN workloads wl ON wl.id = l.workload_id WHERE l.kind IN ('decided', "
-             "'regression', 'resolved') AND ($1 = '' OR wl.name = $1) ORDER BY l.id",
-             workload)) {
+    // The entry's change ({"to": {"num_workers": "8"}}): regression entries have none.
+    if (!param.empty()) where += " AND (l.entry -> 'to') -> " + w.quote(param) + " IS NOT NULL";
+    // One 'frozen' entry per experiment at most (tuning_log_one_frozen), found by its index.
+    std::vector<LogRow> rows;
+    for (const auto& r :
+         w.exec("SELECT l.id AS id, COALESCE(l.experiment_id, 0) AS experiment_id, wl.name AS "
+                "workload, tunectl_ts(l.at) AS at, l.actor AS actor, l.entry::text AS entry, "
+                "f.entry::text AS frozen, l.kind AS kind FROM tuning_log l JOIN workloads wl ON "
+                "wl.id = l.workload_id LEFT JOIN tuning_log f ON f.experiment_id = l.experiment_id "
+                "AND f.kind = 'frozen' WHERE " +
+                where + PageWhere(page, "l.id", "l.at") + PageOrder(page, "l.id"))) {
       LogRow row;
+      row.id = r["id"].as<int64_t>();
       row.experiment_id = r["experiment_id"].as<int64_t>();
       row.workload = r["workload"].as<std::string>();
       row.at = r["at"].as<std::string>();
       row.actor = r["actor"].as<std::string>();
       row.entry_json = r["entry"].as<std::string>();
       row.kind = r["kind"].as<std::string>();
-      if (!param.empty()) {
-        auto j = json::parse(row.entry_json, nullptr, false);
-        if (!j.contains("to") || !j["to"].contains(param)) continue;
-      }
       if (!r["frozen"].is_null()) {
         auto f = json::parse(r["frozen"].as<std::string>(), nullptr, false);
         row.frozen = "v" + std::to_string(f.value("version", 0));
         if (f.value("forced", false))
           row.frozen += " (forced: " + f.value("reason", std::string()) + ")";
       }
-      out.push_back(row);
+      rows.push_back(std::move(row));
     }
-    return out;
+    return MakePage(std::move(rows), page, [](const LogRow& r) { return r.id; });
   });
 }
 

@@ -279,30 +279,28 @@ Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) 
   return GetBaseline(id);
 }
 
-Result<BaselineRow> Store::GetBaseline(int64_t id) {
-  return InTx<BaselineRow>(pool_, clock_, [&](pqxx::work& w) -> Result<BaselineRow> {
-    auto r = w.exec_params(
-        Sql("SELECT b.id, wl.name AS workload, c.version, c.params::text AS params, b.repeats, "
-            "b.state, wr.spec::text AS spec, b.spec_revision, tunectl_ts(b.created_at) AS "
-            "created_at, COALESCE(tunectl_ts(b.finished_at), '') AS finished_at, b.purpose, "
-            "b.reason, (SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-            " AND r.state = 'succeeded') AS succeeded, "
-            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-            " AND (r.state = 'cancelled' OR r.state IN {failed})) AS failed, "
-            "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
-            " AND r.state IN {active}) AS active "
-            "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
-            "JOIN workload_revisions wr ON wr.workload_id = b.workload_id AND wr.revision = "
-            "b.spec_revision JOIN config_versions c ON c.id = b.config_id WHERE b.id = $1"),
-        id);
-    if (r.empty()) {
-      auto last = w.exec("SELECT max(id) FROM baselines")[0][0];
-      return Status::NotFound("baseline " + std::to_string(id) + " not found" +
-                              (last.is_null()
-                                   ? "; there are no baselines yet"
-                                   : "; baselines are numbered 1.." + last.as<std::string>()));
-    }
-    const auto& row = r[0];
+namespace {
+
+// Baselines (`where`: SQL over b, with its order and limit) with their run counts and summaries:
+// one query for the rows, one for the summaries of all of them.
+std::vector<BaselineRow> LoadBaselines(pqxx::work& w, const std::string& where) {
+  std::vector<BaselineRow> out;
+  std::map<std::pair<std::string, int>, WorkloadSpec> specs;  // parsed once per revision
+  std::string ids;
+  for (const auto& row : w.exec(
+           Sql("SELECT b.id, wl.name AS workload, c.version, c.params::text AS params, b.repeats, "
+               "b.state, wr.spec::text AS spec, b.spec_revision, tunectl_ts(b.created_at) AS "
+               "created_at, COALESCE(tunectl_ts(b.finished_at), '') AS finished_at, b.purpose, "
+               "b.reason, (SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+               " AND r.state = 'succeeded') AS succeeded, "
+               "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+               " AND (r.state = 'cancelled' OR r.state IN {failed})) AS failed, "
+               "(SELECT count(*) FROM runs r WHERE " BASELINE_RUNS
+               " AND r.state IN {active}) AS active "
+               "FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
+               "JOIN workload_revisions wr ON wr.workload_id = b.workload_id AND wr.revision = "
+               "b.spec_revision JOIN config_versions c ON c.id = b.config_id WHERE ") +
+           where)) {
     BaselineRow b;
     b.id = row["id"].as<int64_t>();
     b.workload = row["workload"].as<std::string>();
@@ -311,8 +309,12 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     b.params = JsonToMap(row["params"].as<std::string>());
     b.repeats = row["repeats"].as<int>();
     b.state = row["state"].as<std::string>();
-    auto spec = ParseWorkloadSpec(row["spec"].as<std::string>());
-    if (spec.ok()) b.spec = *spec;
+    auto [spec, fresh] = specs.try_emplace({b.workload, b.spec_revision});
+    if (fresh) {
+      auto parsed = ParseWorkloadSpec(row["spec"].as<std::string>());
+      if (parsed.ok()) spec->second = *parsed;
+    }
+    b.spec = spec->second;
     b.created_at = row["created_at"].as<std::string>();
     b.finished_at = row["finished_at"].as<std::string>();
     b.purpose = row["purpose"].as<std::string>();
@@ -320,69 +322,85 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
     b.runs_succeeded = row["succeeded"].as<int>();
     b.runs_failed = row["failed"].as<int>();
     b.runs_active = row["active"].as<int>();
-    auto sums = w.exec_params(
-        "SELECT metric AS metric, n AS n, median AS median, mean AS mean, stddev AS stddev, cv "
-        "AS cv, min AS min, max AS max FROM baseline_summaries WHERE baseline_id = $1",
-        id);
-    std::map<std::string, MetricSummaryRow> by_name;
-    for (const auto& s : sums) {
-      MetricSummaryRow m;
-      m.metric = s["metric"].as<std::string>();
-      m.stats.n = s["n"].as<int>();
-      m.stats.median = s["median"].as<double>();
-      m.stats.mean = s["mean"].as<double>();
-      m.stats.stddev = s["stddev"].as<double>();
-      m.stats.cv = s["cv"].as<double>();
-      m.stats.min = s["min"].as<double>();
-      m.stats.max = s["max"].as<double>();
-      by_name[m.metric] = m;
-    }
+    ids += (ids.empty() ? "" : ",") + std::to_string(b.id);
+    out.push_back(std::move(b));
+  }
+  if (out.empty()) return out;
+  std::map<int64_t, std::map<std::string, MetricSummaryRow>> by_baseline;
+  for (const auto& s : w.exec(
+           "SELECT baseline_id, metric AS metric, n AS n, median AS median, mean AS mean, stddev "
+           "AS stddev, cv AS cv, min AS min, max AS max FROM baseline_summaries WHERE baseline_id "
+           "IN (" +
+           ids + ")")) {
+    MetricSummaryRow m;
+    m.metric = s["metric"].as<std::string>();
+    m.stats.n = s["n"].as<int>();
+    m.stats.median = s["median"].as<double>();
+    m.stats.mean = s["mean"].as<double>();
+    m.stats.stddev = s["stddev"].as<double>();
+    m.stats.cv = s["cv"].as<double>();
+    m.stats.min = s["min"].as<double>();
+    m.stats.max = s["max"].as<double>();
+    by_baseline[s["baseline_id"].as<int64_t>()][m.metric] = m;
+  }
+  for (auto& b : out) {
+    const auto& by_name = by_baseline[b.id];
     for (const auto& m : b.spec.metrics)
       if (auto it = by_name.find(m.name); it != by_name.end()) b.summaries.push_back(it->second);
-    return b;
-  });
-}
-
-Result<std::vector<BaselineRow>> Store::ListBaselines(const std::string& workload) {
-  auto ids =
-      InTx<std::vector<int64_t>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<int64_t>> {
-        if (!workload.empty()) {
-          auto wl = LoadWorkload(w, workload);
-          if (!wl.ok()) return wl.status();
-        }
-        std::vector<int64_t> out;
-        auto r = w.exec_params(
-            "SELECT b.id FROM baselines b JOIN workloads wl ON wl.id = b.workload_id "
-            "WHERE ($1 = '' OR wl.name = $1) AND b.purpose = 'baseline' ORDER BY b.id",
-            workload);
-        for (const auto& row : r) out.push_back(row[0].as<int64_t>());
-        return out;
-      });
-  if (!ids.ok()) return ids.status();
-  std::vector<BaselineRow> out;
-  for (int64_t id : *ids) {
-    auto b = GetBaseline(id);
-    if (!b.ok()) return b.status();
-    out.push_back(*b);
   }
   return out;
 }
 
-Result<std::vector<RunRow>> Store::ListRuns(int64_t baseline_id, int limit) {
-  return InTx<
-      std::vector<RunRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<RunRow>> {
-    if (baseline_id > 0 &&
-        w.exec_params("SELECT 1 FROM baselines WHERE id = $1", baseline_id).empty())
-      return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
-    auto r = w.exec_params(
-        Sql(kRunSelect) +
-            "WHERE $1 = 0 OR EXISTS (SELECT 1 FROM baselines b WHERE b.id = $1 AND " BASELINE_RUNS
-            ") ORDER BY r.id DESC LIMIT $2",
-        baseline_id, limit > 0 ? limit : 200);
-    std::vector<RunRow> out;
-    for (const auto& row : r) out.push_back(RunFromRow(row));
-    std::reverse(out.begin(), out.end());
-    return out;
+}  // namespace
+
+Result<BaselineRow> Store::GetBaseline(int64_t id) {
+  return InTx<BaselineRow>(pool_, clock_, [&](pqxx::work& w) -> Result<BaselineRow> {
+    auto rows = LoadBaselines(w, "b.id = " + std::to_string(id));
+    if (rows.empty()) {
+      auto last = w.exec("SELECT max(id) FROM baselines")[0][0];
+      return Status::NotFound("baseline " + std::to_string(id) + " not found" +
+                              (last.is_null()
+                                   ? "; there are no baselines yet"
+                                   : "; baselines are numbered 1.." + last.as<std::string>()));
+    }
+    return rows[0];
+  });
+}
+
+Result<Paged<BaselineRow>> Store::ListBaselines(const std::string& workload, const Page& page) {
+  return InTx<Paged<BaselineRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<BaselineRow>> {
+    std::string where = "b.purpose = 'baseline'";
+    if (!workload.empty()) {
+      auto wl = LoadWorkload(w, workload);
+      if (!wl.ok()) return wl.status();
+      where += " AND b.workload_id = " + std::to_string(wl->id);
+    }
+    return MakePage(
+        LoadBaselines(w, where + PageWhere(page, "b.id", "b.created_at") + PageOrder(page, "b.id")),
+        page, [](const BaselineRow& b) { return b.id; });
+  });
+}
+
+Result<Paged<RunRow>> Store::ListRuns(int64_t baseline_id, const Page& page) {
+  return InTx<Paged<RunRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<RunRow>> {
+    std::string where = "true";
+    if (baseline_id > 0) {
+      auto b =
+          w.exec_params("SELECT source_experiment_id FROM baselines WHERE id = $1", baseline_id);
+      if (b.empty())
+        return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
+      // A baseline's runs (BASELINE_RUNS), written so that each side walks its own index.
+      where = "(r.baseline_id = " + std::to_string(baseline_id);
+      if (!b[0][0].is_null())
+        where += " OR (r.experiment_id = " + b[0][0].as<std::string>() + " AND r.arm = 'variant')";
+      where += ")";
+    }
+    std::vector<RunRow> rows;
+    for (const auto& row :
+         w.exec(Sql(kRunSelect) + "WHERE " + where + PageWhere(page, "r.id", "r.created_at") +
+                PageOrder(page, "r.id")))
+      rows.push_back(RunFromRow(row));
+    return MakePage(std::move(rows), page, [](const RunRow& r) { return r.id; });
   });
 }
 
@@ -562,9 +580,10 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
           s.steady_from_step, last_step);
     }
     Audit(w, actor, "run." + state, "run", run_id, detail);
-    WatchRun(w, run_id, names, analyses);
     for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
     for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);
+    // Last: the watch takes the workload's advisory lock, held from here to the commit only.
+    WatchRun(w, run_id, names, analyses);
     return true;
   }));
 }

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/experiment.h"
 #include "core/metrics.h"
+#include "core/paging.h"
 #include "core/selector.h"
 #include "core/spec.h"
 #include "core/stats.h"
@@ -24,6 +25,16 @@
 namespace tunectl {
 
 class ConnectionPool;  // server/store/pool.h
+
+// One page of a list (core/paging.h): the rows oldest first (workloads: by name), and whether
+// more follow past them (older rows, or names after the last), from where the next page starts.
+template <typename T>
+struct Paged {
+  std::vector<T> rows;
+  bool more = false;
+  int64_t next_before = 0;  // lists keyed by id: the next page has the ids below this
+  std::string next_after;   // workloads: the next page has the names after this
+};
 
 struct WorkloadRow {
   int64_t id = 0;
@@ -231,6 +242,7 @@ struct ConfigRow {
 };
 
 struct LogRow {
+  int64_t id = 0;  // the entry's position in the log
   int64_t experiment_id = 0;
   std::string workload, at, actor;
   std::string entry_json;  // the immutable 'decided' entry
@@ -263,7 +275,9 @@ struct BatchRow {
   std::string workload, schedule, state, correction, actor, created_at;
   int64_t baseline_id = 0;
   int64_t schedule_id = 0;
-  std::vector<ExperimentRow> experiments;
+  std::vector<ExperimentRow> experiments;  // GetBatch; empty in ListBatches (a summary)
+  int members = 0;
+  std::map<std::string, int> members_by_state, members_by_decision;
 };
 
 struct SeriesPoint {
@@ -306,7 +320,8 @@ struct RegressionSeries {
   std::string workload;
   int config_version = 0;
   MetricSpec metric;
-  std::vector<SeriesPoint> points;  // in finishing order
+  std::vector<SeriesPoint> points;  // the newest of the series, in finishing order
+  bool more_points = false;         // older points exist than `points` holds
   std::vector<RegressionRecord> recorded;
   std::vector<StabilityRow> stability;
   std::optional<WatchRow> watch;
@@ -344,7 +359,9 @@ class Store {
   // Workloads
   Result<ApplyResult> ApplyWorkload(const WorkloadSpec& spec, const std::string& text,
                                     const std::string& actor);
-  Result<std::vector<WorkloadRow>> ListWorkloads();
+  // Lists page (core/paging.h): `page` is validated by the caller (ResolvePage); each list reads
+  // only its page, newest first by id (workloads by name), from indexes (migrations/0011).
+  Result<Paged<WorkloadRow>> ListWorkloads(const Page& page = Page());
   Result<WorkloadRow> GetWorkload(const std::string& name);
 
   // Baselines: creates the baseline and its queued runs at the workload's current config.
@@ -356,10 +373,12 @@ class Store {
   // Stops a running baseline, periodic check or stability run: queued runs are cancelled,
   // running ones are stopped by their agents (their results count as cancelled, not failed).
   Result<BaselineRow> CancelBaseline(int64_t id, const std::string& actor);
-  Result<std::vector<BaselineRow>> ListBaselines(const std::string& workload);
+  // Baselines measured by `baseline create` (not periodic checks or stability runs).
+  Result<Paged<BaselineRow>> ListBaselines(const std::string& workload, const Page& page = Page());
 
   // Runs
-  Result<std::vector<RunRow>> ListRuns(int64_t baseline_id, int limit);
+  // `baseline_id` 0 = every run.
+  Result<Paged<RunRow>> ListRuns(int64_t baseline_id, const Page& page = Page());
   Result<RunRow> GetRun(int64_t id);
 
   // Agents
@@ -419,17 +438,21 @@ class Store {
   // The loop.
   Result<int64_t> CreateHypothesis(const HypothesisIn& in, const std::string& actor);
   Result<HypothesisRow> GetHypothesis(int64_t id);
-  Result<std::vector<HypothesisRow>> ListHypotheses(const std::string& workload);
+  Result<Paged<HypothesisRow>> ListHypotheses(const std::string& workload,
+                                              const Page& page = Page());
   // Queues control and variant runs interleaved in ABBA blocks; locks the hypothesis.
   Result<int64_t> CreateExperiment(const ExperimentIn& in, const std::string& actor);
   Result<ExperimentRow> GetExperiment(int64_t id);
-  Result<std::vector<ExperimentRow>> ListExperiments(const std::string& workload);
+  Result<Paged<ExperimentRow>> ListExperiments(const std::string& workload,
+                                               const Page& page = Page());
   Result<ExperimentRow> CancelExperiment(int64_t id, const std::string& actor);
   // New config version = control config + the change; the variant runs become its baseline.
   Result<ExperimentRow> FreezeExperiment(int64_t id, bool force, const std::string& reason,
                                          const std::string& actor);
   Result<ConfigRow> GetConfig(const std::string& workload);
-  Result<std::vector<LogRow>> ListLog(const std::string& workload, const std::string& param);
+  // `param`: only entries whose change sets it (filtered in SQL).
+  Result<Paged<LogRow>> ListLog(const std::string& workload, const std::string& param,
+                                const Page& page = Page());
 
   // Off-peak schedules and batches. The schedule is validated by the caller (core + tz data).
   Result<int64_t> CreateSchedule(const ScheduleRow& s, const std::string& actor);
@@ -437,11 +460,14 @@ class Store {
   // One single-variable experiment per value, all against the same baseline, in one transaction.
   Result<int64_t> CreateBatch(const BatchIn& in, const std::string& actor);
   Result<BatchRow> GetBatch(int64_t id);
-  Result<std::vector<BatchRow>> ListBatches();
+  // Summaries: members counted by state and decision, from one query (GetBatch has them all).
+  Result<Paged<BatchRow>> ListBatches(const Page& page = Page());
   Result<BatchRow> CancelBatch(int64_t id, const std::string& actor);
 
-  // Regression watch: the current config's run series and what the watch recorded.
-  Result<RegressionSeries> GetRegressionSeries(const std::string& workload);
+  // Regression watch: the newest `points` of the current config's run series and what the watch
+  // recorded.
+  Result<RegressionSeries> GetRegressionSeries(const std::string& workload,
+                                               int points = kDefaultSeriesPoints);
   // One long run of the current config, stopped at `duration_s` and judged within itself.
   // `schedule` (optional) gates its start to a window with at least the duration left.
   Result<StabilityRow> CreateStabilityRun(const std::string& workload, int64_t duration_s,

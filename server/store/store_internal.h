@@ -7,11 +7,13 @@
 // experiment (it skips locked ones), so a cancel or a decision cannot deadlock with dispatch.
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
 #include <typeinfo>
+#include <vector>
 
 #include "core/changepoint.h"
 #include "core/clock.h"
@@ -117,6 +119,26 @@ void AppendLog(pqxx::work& w, int64_t workload_id, int64_t experiment_id, LogKin
 std::string PgArray(const std::vector<int64_t>& v);
 std::string PgArray(const std::vector<std::string>& v);  // text[]: every element quoted
 std::string PgArray(const std::vector<bool>& v);
+// One page of a list keyed by an id column with a time column (core/paging.h): the conditions
+// " AND id < before AND at >= since" (those set) and " ORDER BY id DESC LIMIT limit + 1", so the
+// query walks an index newest first and stops after one row past the page. Only integers go in,
+// so they are written into the query text: PageWhere(p, "e.id", "e.created_at").
+std::string PageWhere(const Page& p, const std::string& id, const std::string& at);
+std::string PageOrder(const Page& p, const std::string& id);
+// The rows such a query returned (newest first, up to limit + 1) as the page: oldest first, and
+// where the next page starts when more follow.
+template <typename T, typename IdOf>
+Paged<T> MakePage(std::vector<T> newest_first, const Page& p, IdOf id_of) {
+  Paged<T> out;
+  if (newest_first.size() > static_cast<size_t>(p.limit)) {
+    out.more = true;
+    newest_first.resize(static_cast<size_t>(p.limit));
+  }
+  std::reverse(newest_first.begin(), newest_first.end());
+  if (out.more && !newest_first.empty()) out.next_before = id_of(newest_first.front());
+  out.rows = std::move(newest_first);
+  return out;
+}
 
 // SQL lists of run states, built from core's one list.
 const std::string& ActiveStatesSql();  // ('queued','assigned','running')

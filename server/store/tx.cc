@@ -93,6 +93,18 @@ std::string PgArray(const std::vector<bool>& v) {
   return s + "}";
 }
 
+std::string PageWhere(const Page& p, const std::string& id, const std::string& at) {
+  std::string sql;
+  if (p.before_id > 0) sql += " AND " + id + " < " + std::to_string(p.before_id);
+  if (p.since_ms > 0)
+    sql += " AND " + at + " >= to_timestamp(" + std::to_string(p.since_ms) + " / 1000.0)";
+  return sql;
+}
+
+std::string PageOrder(const Page& p, const std::string& id) {
+  return " ORDER BY " + id + " DESC LIMIT " + std::to_string(p.limit + 1);
+}
+
 const std::string& ActiveStatesSql() {
   static const std::string s = SqlList(kActiveRunStates);
   return s;

@@ -1,5 +1,7 @@
 // Regression watch in the store: the current config's series, stability runs, periodic checks
 // (watches), the scheduler's window duties, and recording confirmed regressions.
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -17,23 +19,42 @@ namespace {
 
 // The primary metric's series: the counting runs (core::UseOf) of the current config — its
 // baselines, periodic checks and interleaved controls, not stability runs — and the variant runs
-// it was frozen from, in finishing order.
-std::vector<SeriesPoint> LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m) {
-  std::vector<std::string> finished;
-  const auto runs = LoadRunFacts(
-      w,
-      "r.state = 'succeeded' AND NOT EXISTS (SELECT 1 FROM baselines sb WHERE sb.id = "
-      "r.baseline_id AND sb.purpose = 'stability') AND ((r.config_id = $1 AND (r.arm IS NULL OR "
-      "r.arm = 'control')) OR (r.arm = 'variant' AND EXISTS (SELECT 1 FROM experiments e WHERE "
-      "e.id = r.experiment_id AND e.frozen_config_id = $1)))",
-      wl.config_id, "r.finished_at", &finished, m);
-  std::vector<SeriesPoint> out;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (!UseOf(wl.spec, runs[i]).counts) continue;
-    const RunMetricFacts* f = runs[i].Find(m);
-    if (f && f->median) out.push_back({runs[i].id, finished[i], *f->median});
+// it was frozen from, in finishing order. Only its newest `want` points are read: newest first
+// down the config's index (runs_config_finished), a little more than wanted since a run may not
+// count, and again with twice as many in the rare case that was not enough.
+struct Series {
+  std::vector<SeriesPoint> points;  // oldest first
+  bool more = false;                // older points exist
+};
+Series LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m, size_t want) {
+  for (size_t fetch = want + want / 4 + 16;; fetch *= 2) {
+    const std::string n = std::to_string(fetch);
+    std::vector<std::string> finished;
+    const auto runs = LoadRunFacts(
+        w,
+        "r.id IN (SELECT s.id FROM ((SELECT c.id, c.finished_at FROM runs c WHERE c.config_id = $1 "
+        "AND c.state = 'succeeded' AND (c.arm IS NULL OR c.arm = 'control') AND NOT EXISTS "
+        "(SELECT 1 FROM baselines sb WHERE sb.id = c.baseline_id AND sb.purpose = 'stability') "
+        "ORDER BY c.finished_at DESC, c.id DESC LIMIT " +
+            n +
+            ") UNION ALL (SELECT v.id, v.finished_at FROM runs v JOIN experiments e ON e.id = "
+            "v.experiment_id WHERE e.frozen_config_id = $1 AND v.arm = 'variant' AND v.state = "
+            "'succeeded')) s ORDER BY s.finished_at DESC, s.id DESC LIMIT " +
+            n + ")",
+        wl.config_id, "r.finished_at DESC, r.id DESC", &finished, m);
+    std::vector<SeriesPoint> newest;
+    for (size_t i = 0; i < runs.size() && newest.size() <= want; ++i) {
+      if (!UseOf(wl.spec, runs[i]).counts) continue;
+      const RunMetricFacts* f = runs[i].Find(m);
+      if (f && f->median) newest.push_back({runs[i].id, finished[i], *f->median});
+    }
+    if (newest.size() <= want && runs.size() == fetch) continue;  // not enough counted yet
+    Series out;
+    out.more = newest.size() > want;
+    if (out.more) newest.resize(want);
+    out.points.assign(newest.rbegin(), newest.rend());
+    return out;
   }
-  return out;
 }
 
 std::optional<double> OptDouble(const pqxx::field& f) {
@@ -138,37 +159,41 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
               const std::vector<SteadyState>& analyses) {
   auto r = w.exec_params(
       "SELECT r.state AS state, wl.name AS workload, r.config_id AS config_id, "
-      "COALESCE(b.purpose, '') AS purpose, r.reason AS reason, COALESCE(b.duration_s, 0) AS "
-      "duration_s FROM runs r JOIN workloads wl ON wl.id = r.workload_id LEFT JOIN baselines b "
-      "ON b.id = r.baseline_id WHERE r.id = $1",
+      "COALESCE(b.purpose, '') AS purpose, r.reason AS reason FROM runs r JOIN workloads wl ON "
+      "wl.id = r.workload_id LEFT JOIN baselines b ON b.id = r.baseline_id WHERE r.id = $1",
       run_id);
   if (r.empty()) return;
   const std::string state = r[0]["state"].as<std::string>();
   const std::string purpose = r[0]["purpose"].as<std::string>();
-  // One watcher per workload at a time: the series and the recorded regressions stay consistent.
-  // An advisory lock, not a row lock: a row lock would also block every insert referencing the
-  // workload (foreign-key checks) until this transaction ends.
-  w.exec_params(
-      "SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
-      "$1)::int)",
-      r[0]["workload"].as<std::string>());
   auto wl = LoadWorkload(w, r[0]["workload"].as<std::string>());
   if (!wl.ok()) return;
   const MetricSpec* primary = wl->spec.PrimaryMetric();
   if (!primary) return;
+  // Only a run of the current config changes what the watch sees.
+  if (r[0]["config_id"].as<int64_t>() != wl->config_id) return;
+  // One watcher per workload at a time: the series and the recorded regressions stay consistent.
+  // An advisory lock, not a row lock: a row lock would also block every insert referencing the
+  // workload (foreign-key checks) until this transaction ends. Taken only when there is something
+  // to record or a series to read, last in FinishRun, so it is held for the watch's own work.
+  auto lock = [&] { w.exec_params("SELECT pg_advisory_xact_lock(7325100, $1::int)", wl->id); };
   if (purpose == "stability") {
-    if (r[0]["config_id"].as<int64_t>() != wl->config_id) return;  // a config no longer current
     // One regression per run (one alert, one log entry) naming every metric that degraded.
     auto j = JudgeStabilityRun(wl->spec, run_id, wl->config_version,
                                ParseRunState(state).value_or(RunState::kFailed),
                                r[0]["reason"].as<std::string>(), names, analyses);
-    if (j)
-      Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,
-             j->message);
+    if (!j) return;
+    lock();
+    Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,
+           j->message);
     return;
   }
   if (state != "succeeded") return;
-  const auto points = LoadSeries(w, *wl, primary->name);
+  lock();
+  // The incremental rule reads only the newest ConfirmOptions::tail points of the series: the
+  // work of a finished run does not grow with the history.
+  const ConfirmOptions options;
+  const Series series = LoadSeries(w, *wl, primary->name, options.tail);
+  const auto& points = series.points;
   std::vector<double> values;
   std::map<int64_t, size_t> index_of;
   for (size_t i = 0; i < points.size(); ++i) {
@@ -183,7 +208,8 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
            wl->config_id, primary->name))
     if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
       recorded.push_back(it->second);
-  for (const ChangePoint& c : NewConfirmedRegressions(values, *primary, recorded)) {
+  for (const ChangePoint& c :
+       NewConfirmedRegressionsInTail(values, !series.more, *primary, recorded, options)) {
     const int64_t first = points[c.index].run_id;
     Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
            "v" + std::to_string(wl->config_version) + ": " +
@@ -194,7 +220,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
 
 }  // namespace internal
 
-Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload) {
+Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload, int points) {
   return InTx<RegressionSeries>(pool_, clock_, [&](pqxx::work& w) -> Result<RegressionSeries> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
@@ -204,10 +230,14 @@ Result<RegressionSeries> Store::GetRegressionSeries(const std::string& workload)
     const MetricSpec* primary = wl->spec.PrimaryMetric();
     if (!primary) return Status::FailedPrecondition("workload " + wl->name + " has no metrics");
     s.metric = *primary;
-    s.points = LoadSeries(w, *wl, s.metric.name);
-    for (const auto& r : w.exec_params(
-             std::string(kRegressionSelect) + "WHERE g.workload_id = $1 ORDER BY g.id", wl->id))
-      s.recorded.push_back(RegressionFromRow(r));
+    Series series = LoadSeries(w, *wl, s.metric.name, static_cast<size_t>(std::max(points, 1)));
+    s.points = std::move(series.points);
+    s.more_points = series.more;
+    // The newest 100 recorded (the tuning log has every one).
+    for (const auto& r : w.exec_params(std::string(kRegressionSelect) +
+                                           "WHERE g.workload_id = $1 ORDER BY g.id DESC LIMIT 100",
+                                       wl->id))
+      s.recorded.insert(s.recorded.begin(), RegressionFromRow(r));
     for (const auto& r : w.exec_params(
              std::string(kStabilitySelect) + "AND b.workload_id = $1 ORDER BY b.id DESC LIMIT 20",
              wl->id))

@@ -168,17 +168,24 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
   });
 }
 
-Result<std::vector<WorkloadRow>> Store::ListWorkloads() {
-  return InTx<std::vector<WorkloadRow>>(
-      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<WorkloadRow>> {
-        std::vector<WorkloadRow> out;
-        for (const auto& r : w.exec(std::string(kWorkloadSelect) + "ORDER BY w.name")) {
-          auto row = WorkloadFromRow(r);
-          if (!row.ok()) return row.status();
-          out.push_back(*row);
-        }
-        return out;
-      });
+Result<Paged<WorkloadRow>> Store::ListWorkloads(const Page& page) {
+  return InTx<Paged<WorkloadRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<WorkloadRow>> {
+    Paged<WorkloadRow> out;
+    for (const auto& r :
+         w.exec(std::string(kWorkloadSelect) +
+                (page.after_key.empty() ? "" : "WHERE w.name > " + w.quote(page.after_key)) +
+                " ORDER BY w.name LIMIT " + std::to_string(page.limit + 1))) {
+      if (out.rows.size() == static_cast<size_t>(page.limit)) {
+        out.more = true;
+        out.next_after = out.rows.back().name;
+        break;
+      }
+      auto row = WorkloadFromRow(r);
+      if (!row.ok()) return row.status();
+      out.rows.push_back(*row);
+    }
+    return out;
+  });
 }
 
 Result<WorkloadRow> Store::GetWorkload(const std::string& name) {

@@ -55,6 +55,30 @@ TEST(Agents, OneClaimServesEveryAgentUpToItsFreeSlots) {
   EXPECT_EQ(db->Scalar("SELECT count(DISTINCT agent_id) FROM runs WHERE state = 'assigned'"), "3");
 }
 
+TEST(Agents, ARunOnlyAFreeAgentCanTakeIsNotStarvedBehindALongQueueForOthers) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  auto cpu = Spec("wide");
+  cpu.run.selector = {{"pool", "cpu"}};
+  auto gpu = Spec("narrow");
+  gpu.run.selector = {{"pool", "gpu"}};
+  ASSERT_TRUE(st.ApplyWorkload(cpu, "t", "user:t").ok());
+  ASSERT_TRUE(st.ApplyWorkload(gpu, "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("wide", 60, "user:t").ok());  // older: ahead in the queue
+  ASSERT_TRUE(st.CreateBaseline("narrow", 1, "user:t").ok());
+  const int64_t a = Agent(st, "a", 1);
+  auto g = st.RegisterAgent("g", {{"pool", "gpu"}}, 1, "test", "session-g");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto plans = st.ClaimRunsFor(
+      {{a, "session-a", {{"pool", "cpu"}}, 1}, {*g, "session-g", {{"pool", "gpu"}}, 1}});
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  ASSERT_EQ((*plans)[a].size(), 1u);
+  EXPECT_EQ((*plans)[a][0].workload, "wide");
+  ASSERT_EQ((*plans)[*g].size(), 1u);  // the narrow run, though 59 older runs are still queued
+  EXPECT_EQ((*plans)[*g][0].workload, "narrow");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued'"), "59");
+}
+
 TEST(Agents, AClaimHoldsOnlyForTheSessionThatHoldsTheAgent) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();

@@ -168,12 +168,12 @@ TEST(Experiments, ClearEffectIsImprovedConfirmedAndFreezesIntoV2) {
   EXPECT_THAT(st.FreezeExperiment(*id, false, "", "user:b").status().message(),
               HasSubstr("already frozen as config v2"));
   auto log = st.ListLog("demo", "");
-  ASSERT_EQ(log->size(), 1u);
-  EXPECT_EQ((*log)[0].frozen, "v2");
-  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"expected\":\"sps +10%\""));
-  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"result\":\"confirmed\""));
-  EXPECT_EQ(st.ListLog("demo", "li")->size(), 0u);
-  EXPECT_EQ(st.ListLog("demo", "nw")->size(), 1u);
+  ASSERT_EQ(log->rows.size(), 1u);
+  EXPECT_EQ(log->rows[0].frozen, "v2");
+  EXPECT_THAT(log->rows[0].entry_json, HasSubstr("\"expected\":\"sps +10%\""));
+  EXPECT_THAT(log->rows[0].entry_json, HasSubstr("\"result\":\"confirmed\""));
+  EXPECT_EQ(st.ListLog("demo", "li")->rows.size(), 0u);
+  EXPECT_EQ(st.ListLog("demo", "nw")->rows.size(), 1u);
   // the log and the audit trail are append-only
   EXPECT_THROW(l.db->Scalar("UPDATE tuning_log SET actor = 'x' RETURNING 1"), std::exception);
   EXPECT_THROW(l.db->Scalar("DELETE FROM audit_events RETURNING 1"), std::exception);
@@ -195,7 +195,7 @@ TEST(Experiments, NoEffectIsNotImprovedAndFreezeNeedsForceWithReason) {
   EXPECT_EQ(Counts(*l.db), before);
   auto forced = st.FreezeExperiment(*id, true, "needed by the release", "user:b");
   ASSERT_TRUE(forced.ok()) << forced.status().message();
-  EXPECT_EQ(st.ListLog("demo", "")->at(0).frozen, "v2 (forced: needed by the release)");
+  EXPECT_EQ(st.ListLog("demo", "")->rows.at(0).frozen, "v2 (forced: needed by the release)");
 }
 
 TEST(Experiments, CrashedVariantVetoesImproved) {

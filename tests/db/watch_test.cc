@@ -95,10 +95,10 @@ TEST(Watch, StabilityRunThatSlowsDownIsOneRegressionInTheLog) {
   EXPECT_EQ(series->stability[0].verdict, "regression");
   EXPECT_TRUE(series->points.empty());  // a stability run is not a point of the series
   auto log = c.st().ListLog("demo", "");
-  ASSERT_EQ(log->size(), 1u);
-  EXPECT_EQ((*log)[0].kind, "regression");
-  EXPECT_EQ((*log)[0].experiment_id, 0);
-  EXPECT_THAT((*log)[0].entry_json, HasSubstr("\"first_bad_run\""));
+  ASSERT_EQ(log->rows.size(), 1u);
+  EXPECT_EQ(log->rows[0].kind, "regression");
+  EXPECT_EQ(log->rows[0].experiment_id, 0);
+  EXPECT_THAT(log->rows[0].entry_json, HasSubstr("\"first_bad_run\""));
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM audit_events WHERE kind = 'regression.detected'"),
             "1");
   auto snap = c.st().Snapshot();
@@ -121,9 +121,9 @@ TEST(Watch, StabilityRunThatSlowsDownIsOneRegressionInTheLog) {
   EXPECT_EQ(c.st().Snapshot()->regressions[0].current_config, 0);
   EXPECT_EQ(c.st().Snapshot()->regressions[0].total, 1);
   auto log2 = c.st().ListLog("demo", "");
-  ASSERT_EQ(log2->size(), 2u);
-  EXPECT_EQ((*log2)[1].kind, "resolved");
-  EXPECT_THAT((*log2)[1].entry_json, HasSubstr("node n3 replaced"));
+  ASSERT_EQ(log2->rows.size(), 2u);
+  EXPECT_EQ(log2->rows[1].kind, "resolved");
+  EXPECT_THAT(log2->rows[1].entry_json, HasSubstr("node n3 replaced"));
 }
 
 TEST(Watch, SteadyStabilityRunAndAFallingLossAreStable) {
@@ -186,6 +186,60 @@ TEST(Watch, ChangePointInTheSeriesIsRecordedOnceAsTheSeriesGrows) {
   EXPECT_NEAR(*series->recorded[0].after, 85, 2);
   EXPECT_THAT(series->recorded[0].message, HasSubstr("without a config change"));
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM tuning_log WHERE kind = 'regression'"), "1");
+}
+
+// `n` runs of the current config's series made by SQL (a periodic check's), finished one a minute
+// up to an hour ago, at `level` with small deterministic noise: a long history in a moment.
+void History(TestDb& db, int n, double level) {
+  const std::string bid = db.Scalar(
+      "INSERT INTO baselines(workload_id, config_id, repeats, state, actor, purpose, "
+      "spec_revision, finished_at) SELECT w.id, c.id, " +
+      std::to_string(n) +
+      ", 'completed', 't', 'check', w.spec_revision, now() FROM workloads w JOIN config_versions "
+      "c ON c.workload_id = w.id AND c.is_current WHERE w.name = 'demo' RETURNING id");
+  db.Scalar(
+      "INSERT INTO runs(workload_id, baseline_id, config_id, idx, params, launch, state, "
+      "started_at, finished_at) SELECT b.workload_id, b.id, b.config_id, g, '{}', '{}', "
+      "'succeeded', now() - interval '1 hour' - (" +
+      std::to_string(n) + " - g + 1) * interval '1 minute', now() - interval '1 hour' - (" +
+      std::to_string(n) + " - g) * interval '1 minute' FROM baselines b, generate_series(1, " +
+      std::to_string(n) + ") g WHERE b.id = " + bid + " RETURNING 1");
+  db.Scalar(
+      "INSERT INTO run_summaries(run_id, metric, samples, steady, median, usable) SELECT r.id, "
+      "m.metric, 12, 12, CASE m.metric WHEN 'sps' THEN " +
+      std::to_string(level) +
+      " * (1 + 0.01 * sin(2.3 * r.idx)) ELSE 10 END, true FROM runs r, (VALUES ('sps'), "
+      "('mem_gb')) m(metric) WHERE r.baseline_id = " +
+      bid + " RETURNING 1");
+}
+
+// With more history than the watch reads (its newest 200 points), a step in the newest runs is
+// still found, once, at its first bad run, and `regress show` gives the newest points it asks for.
+TEST(Watch, AfterALongHistoryTheNewestRunsAreWatched) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  History(*c.db, 320, 100);
+  ASSERT_TRUE(c.st().CreateBaseline("demo", 16, "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 100);
+  ASSERT_EQ(plans->size(), 16u);
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const double level = i < 4 ? 100 : 85;  // a degraded node from the 5th new run on
+    const double noise = 1 + 0.01 * std::sin(2.3 * static_cast<double>(i));
+    Complete(c.st(), c.agent, (*plans)[i], Level(level * noise, 12, static_cast<int>(i)));
+  }
+  auto series = c.st().GetRegressionSeries("demo", 50);
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  ASSERT_EQ(series->points.size(), 50u);
+  EXPECT_TRUE(series->more_points);
+  EXPECT_EQ(series->points.back().run_id, plans->back().run_id);  // the newest, oldest first
+  EXPECT_EQ(series->points[34].run_id, (*plans)[0].run_id);
+  ASSERT_EQ(series->recorded.size(), 1u);
+  EXPECT_EQ(series->recorded[0].first_bad_run, (*plans)[4].run_id);
+  EXPECT_NEAR(*series->recorded[0].before, 100, 2);
+  EXPECT_NEAR(*series->recorded[0].after, 85, 2);
+  auto whole = c.st().GetRegressionSeries("demo", kMaxSeriesPoints);
+  EXPECT_EQ(whole->points.size(), 336u);
+  EXPECT_FALSE(whole->more_points);
 }
 
 TEST(Watch, StableSeriesRecordsNothing) {

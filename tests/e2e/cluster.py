@@ -198,6 +198,12 @@ class Cluster:
     def json(self, *args):
         return json.loads(self.cli(*args, "-o", "json").stdout)
 
+    def items(self, *args):
+        """The rows of a list command (one page: {"items": [...], "next_page_token": ...})."""
+        page = self.json(*args)
+        assert set(page) == {"items", "next_page_token"}, page
+        return page["items"]
+
     def log(self, name):
         try:
             with open(os.path.join(self.dir, name), errors="replace") as f:

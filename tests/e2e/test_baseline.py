@@ -31,7 +31,7 @@ class BaselineE2E(unittest.TestCase):
         cls.c.close()
 
     def assert_no_loss_no_duplicates(self, baseline_id):
-        runs = self.c.json("run", "list", "--baseline", str(baseline_id))
+        runs = self.c.items("run", "list", "--baseline", str(baseline_id))
         self.assertTrue(runs)
         for r in runs:
             self.assertEqual(r["state"], "succeeded", r)
@@ -57,7 +57,7 @@ class BaselineE2E(unittest.TestCase):
         # n counts the runs fit to be compared: two CPU-bound runs on 2 cores can disturb each
         # other mid-run, and such a run is marked (slowdown) and left out — and says why
         usable = 0
-        for r in c.json("run", "list", "--baseline", str(b["id"])):
+        for r in c.items("run", "list", "--baseline", str(b["id"])):
             m = {x["metric"]: x for x in c.json("run", "show", str(r["id"]))["metrics"]}
             usable += m["samples_per_s"]["usable"]
             if not m["samples_per_s"]["usable"]:
@@ -71,12 +71,12 @@ class BaselineE2E(unittest.TestCase):
         # show, list and run views agree
         shown = c.json("baseline", "show", str(b["id"]))
         self.assertEqual(shown["summary"], b["summary"])
-        self.assertIn(b["id"], [x["id"] for x in c.json("baseline", "list")])
+        self.assertIn(b["id"], [x["id"] for x in c.items("baseline", "list")])
         self.assert_no_loss_no_duplicates(b["id"])
         table = c.cli("baseline", "show", str(b["id"])).stdout
         self.assertIn("samples_per_s", table)
         self.assertIn("MEDIAN", table)
-        run = c.json("run", "list", "--baseline", str(b["id"]))[0]
+        run = c.items("run", "list", "--baseline", str(b["id"]))[0]
         detail = c.json("run", "show", str(run["id"]))
         self.assertEqual(detail["params"]["num_workers"], "1")
         self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "loss"})
@@ -133,9 +133,9 @@ class BaselineE2E(unittest.TestCase):
         # what is checked is the marks, not the steady state: a loaded machine may leave the run
         # without one (the baseline then rightly fails), so wait for the run, not the baseline
         bid = int(c.cli("baseline", "create", "--workload", "demo-ckpt", "--repeats", "1").stdout)
-        c.wait_for(lambda: c.json("run", "list", "--baseline", str(bid))[0]["state"]
+        c.wait_for(lambda: c.items("run", "list", "--baseline", str(bid))[0]["state"]
                    in ("succeeded", "failed"), timeout=180, what="the checkpointing run to end")
-        run = c.json("run", "list", "--baseline", str(bid))[0]
+        run = c.items("run", "list", "--baseline", str(bid))[0]
         self.assertEqual(run["state"], "succeeded", run)
         log = os.path.join(c.runs_dir(run["agent"]), f"{run['id']}-{run['attempt']}", "output.log")
         with open(log) as f:
@@ -154,7 +154,7 @@ class BaselineE2E(unittest.TestCase):
         out = c.cli("baseline", "create", "--workload", "demo-gpu", "--repeats", "1").stdout
         bid = int(out.strip())
         time.sleep(1.5)  # several dispatch passes
-        runs = c.json("run", "list", "--baseline", str(bid))
+        runs = c.items("run", "list", "--baseline", str(bid))
         self.assertEqual(len(runs), 1)
         self.assertEqual(runs[0]["state"], "queued")
         self.assertIn("no connected agent matches selector pool=gpu", runs[0]["wait_reason"])
@@ -183,9 +183,9 @@ class BaselineE2E(unittest.TestCase):
         c.cli("workload", "apply", "-f", c.write("long.yaml", text))
         bid = int(c.cli("baseline", "create", "--workload", "demo-long", "--repeats", "4").stdout)
         c.wait_for(lambda: any(r["state"] == "running" and r["samples"] > 0
-                               for r in c.json("run", "list", "--baseline", str(bid))),
+                               for r in c.items("run", "list", "--baseline", str(bid))),
                    what="a run with stored samples")
-        in_flight = [r["id"] for r in c.json("run", "list", "--baseline", str(bid))
+        in_flight = [r["id"] for r in c.items("run", "list", "--baseline", str(bid))
                      if r["state"] == "running"]
         c.stop_server()
         time.sleep(1.0)  # the agent keeps running its jobs and buffers their metrics
@@ -198,7 +198,7 @@ class BaselineE2E(unittest.TestCase):
         self.assert_no_loss_no_duplicates(bid)
         # the runs in flight during the restart were re-adopted, not re-run: their metrics came
         # from the agent's outbox, resent after it reconnected
-        runs = {r["id"]: r for r in c.json("run", "list", "--baseline", str(bid))}
+        runs = {r["id"]: r for r in c.items("run", "list", "--baseline", str(bid))}
         for rid in in_flight:
             self.assertEqual(runs[rid]["attempt"], 1, runs[rid])
         self.assertIn("unacked messages resent", c.log("agent-node-1.log"))
@@ -210,9 +210,9 @@ class BaselineE2E(unittest.TestCase):
                             "steps:           {type: int, default: 200", text)
         c.cli("workload", "apply", "-f", c.write("spool.yaml", text))
         bid = int(c.cli("baseline", "create", "--workload", "demo-spool", "--repeats", "1").stdout)
-        c.wait_for(lambda: c.json("run", "list", "--baseline", str(bid))[0]["state"] == "running",
+        c.wait_for(lambda: c.items("run", "list", "--baseline", str(bid))[0]["state"] == "running",
                    what="the run to start")
-        rid = c.json("run", "list", "--baseline", str(bid))[0]["id"]
+        rid = c.items("run", "list", "--baseline", str(bid))[0]["id"]
         c.stop_server()
         # The job finishes while the server is down; then the agent itself is restarted.
         c.wait_for(lambda: f"run {rid} finished" in c.log("agent-node-1.log"), timeout=60,
@@ -227,7 +227,7 @@ class BaselineE2E(unittest.TestCase):
         c.wait_for(lambda: c.json("baseline", "show", str(bid))["state"] != "running",
                    timeout=120, what="the baseline to finish from the spool")
         b = c.json("baseline", "show", str(bid))
-        run = c.json("run", "list", "--baseline", str(bid))[0]
+        run = c.items("run", "list", "--baseline", str(bid))[0]
         self.assertEqual(run["state"], "succeeded", run)
         # Delivered. A single run on a loaded machine may not settle; the baseline then fails
         # for that reason, and only that one.

@@ -64,14 +64,14 @@ class BatchE2E(unittest.TestCase):
         self.assertIn("run only inside schedule soon", b["waiting"])
         self.assertIn("next window", b["waiting"])
         time.sleep(2)
-        queued = [r for r in c.json("run", "list") if r["experiment_id"]]
+        queued = [r for r in c.items("run", "list", "--limit", "0") if r["experiment_id"]]
         self.assertTrue(queued)
         self.assertTrue(all(r["state"] == "queued" for r in queued), queued)
         self.assertIn("waiting for schedule soon", queued[0]["wait_reason"])
 
         c.wait_for(lambda: c.json("batch", "show", str(b["id"]))["state"] == "done",
                    timeout=300, what="the batch to finish inside its window")
-        runs = [r for r in c.json("run", "list") if r["experiment_id"]]
+        runs = [r for r in c.items("run", "list", "--limit", "0") if r["experiment_id"]]
         first = min(iso(r["started_at"]) for r in runs)
         self.assertGreaterEqual(first, start, "a run started before the window opened")
         shown = c.json("batch", "show", str(b["id"]))
@@ -97,7 +97,7 @@ class BatchE2E(unittest.TestCase):
         c.cli("workload", "apply", "-f", c.write("prod.yaml", text))
         bid = c.cli("baseline", "create", "--workload", "demo-prod", "--repeats", "1").stdout.strip()
         time.sleep(2)
-        runs = c.json("run", "list", "--baseline", bid)
+        runs = c.items("run", "list", "--baseline", bid)
         self.assertEqual(runs[0]["state"], "queued")
         self.assertIn("idle probe fails", runs[0]["wait_reason"])
         agent = [a for a in c.json("agent", "list") if a["name"] == "prod-node"][0]
@@ -106,7 +106,7 @@ class BatchE2E(unittest.TestCase):
         c.wait_for(lambda: c.json("baseline", "show", bid)["state"] != "running", timeout=60,
                    what="the run to start once the node is free")
         # It ran (whether one 60-step run on a loaded machine settled is another question).
-        self.assertEqual(c.json("run", "list", "--baseline", bid)[0]["state"], "succeeded")
+        self.assertEqual(c.items("run", "list", "--baseline", bid)[0]["state"], "succeeded")
 
     def test_window_end_stops_and_requeues_a_run_that_overruns(self):
         c = self.c
@@ -127,7 +127,7 @@ class BatchE2E(unittest.TestCase):
         exp = b["experiments"][0]["id"]
 
         def variant_runs():
-            return [r for r in c.json("run", "list") if r["experiment_id"] == exp and
+            return [r for r in c.items("run", "list", "--limit", "0") if r["experiment_id"] == exp and
                     r["arm"] == "variant"]
 
         c.wait_for(lambda: any(r["attempt"] >= 2 for r in variant_runs()), timeout=150,

@@ -77,7 +77,7 @@ class EvidenceE2E(unittest.TestCase):
         self.assertEqual(e["decision"], "regressed", e)
         self.assertEqual(e["stopped"], "failed: OOM", e)
         self.assertTrue(any("failed: OOM in 2 variant runs" in r for r in e["reasons"]), e)
-        runs = [r for r in self.c.json("run", "list") if r.get("experiment_id") == e["id"]]
+        runs = [r for r in self.c.items("run", "list", "--limit", "0") if r.get("experiment_id") == e["id"]]
         variant = [r for r in runs if r["arm"] == "variant"]
         # Exactly two variant runs ran (and failed); the rest of the queued pairs never started.
         self.assertEqual(sum(r["state"] == "failed" for r in variant), 2, variant)
@@ -124,7 +124,7 @@ class EvidenceE2E(unittest.TestCase):
                        check=False)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("metric loss has no value in any run: no log line matched it", p.stderr)
-        b = self.c.json("baseline", "list")
+        b = self.c.items("baseline", "list")
         self.assertEqual([x["state"] for x in b if x["workload"] == "noloss"], ["failed"])
 
 

@@ -83,7 +83,7 @@ class FaultsE2E(unittest.TestCase):
         cls.c.close()
 
     def runs_of(self, baseline_id):
-        return [r for r in self.c.json("run", "list") if r.get("baseline_id") == baseline_id]
+        return [r for r in self.c.items("run", "list", "--limit", "0") if r.get("baseline_id") == baseline_id]
 
     def baseline(self, mode):
         p = self.c.cli("baseline", "create", "--workload", mode, "--repeats", "1", "--wait", "-o",
@@ -179,7 +179,7 @@ class FaultsE2E(unittest.TestCase):
         self.assertNotEqual(nul.returncode, 0)
         self.assertIn("NUL character", nul.stderr)
         self.assertIsNone(self.c.server.poll(), "the server died")
-        names = [w["name"] for w in self.c.json("workload", "list")]
+        names = [w["name"] for w in self.c.items("workload", "list")]
         self.assertNotIn("big", names)
         self.assertNotIn("dup", names)
 

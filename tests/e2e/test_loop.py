@@ -66,7 +66,7 @@ class LoopE2E(unittest.TestCase):
         self.assertLessEqual(e["pairs"], e["look"]["finished_pairs"])  # usable pairs
         self.assertTrue(c.json("hypothesis", "show", str(h["id"]))["locked"])
         # the interleaving is on record
-        runs = [r for r in c.json("run", "list") if r.get("arm")]
+        runs = [r for r in c.items("run", "list", "--limit", "0") if r.get("arm")]
         arms = "".join(r["arm"][0] for r in sorted(runs, key=lambda r: r["index"]))
         self.assertTrue(arms.startswith("cvvc"), arms)
 
@@ -88,7 +88,7 @@ class LoopE2E(unittest.TestCase):
         self.assertIn("NUM_WORKERS=4", c.cli("config", "export", "demo", "--format", "env").stdout)
         self.assertEqual(json.loads(c.cli("config", "export", "demo").stdout)["num_workers"], 4)
 
-        log = c.json("log")
+        log = c.items("log", "--limit", "0")
         self.assertEqual(len(log), 1)
         entry = log[0]
         self.assertEqual(entry["change"], "num_workers 1→4")
@@ -108,7 +108,24 @@ class LoopE2E(unittest.TestCase):
         p = c.cli("experiment", "freeze", str(n["id"]), check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--force --reason", p.stderr)
-        self.assertEqual(len(c.json("log", "--param", "log_interval")), 1)
+        self.assertEqual(len(c.items("log", "--param", "log_interval")), 1)
+
+        # the log pages: the newest entries first, the token continues with older ones
+        page = c.json("log", "--limit", "1")
+        self.assertEqual([x["experiment"] for x in page["items"]], [n["id"]])
+        older = c.json("log", "--limit", "1", "--page-token", page["next_page_token"])
+        self.assertEqual([x["experiment"] for x in older["items"]], [e["id"]])
+        self.assertIsNone(older["next_page_token"])
+        table = c.cli("log", "--limit", "1")
+        self.assertIn("--page-token " + page["next_page_token"], table.stderr)
+        self.assertEqual(len(c.items("log", "--since", "1h")), 2)  # by the server's clock
+        self.assertEqual(c.items("log", "--since", "2999-01-01"), [])
+        for args, expected in [(["log", "--since", "yesterday"], "--since: \"yesterday\""),
+                               (["log", "--page-token", "runs:1"], "not a page token of the log"),
+                               (["experiment", "list", "--limit", "5000"], "allowed 1..1000")]:
+            p = c.cli(*args, check=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(expected, p.stderr)
 
     def test_refusals_change_nothing(self):
         c = self.c

@@ -70,7 +70,7 @@ class OutagesE2E(unittest.TestCase):
         if p.returncode == 4 and "database unavailable" in p.stderr:
             return [{"state": "database unavailable", "samples": 0, "attempt": 0}]
         self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
+        return json.loads(p.stdout)["items"]
 
     def start(self, c, repeats=1, name="job"):
         bid = int(c.cli("baseline", "create", "--workload", name, "--repeats", str(repeats)).stdout)
@@ -196,7 +196,7 @@ class OutagesE2E(unittest.TestCase):
         # directory name it will need is already taken by a file.
         broken = c.runs_dir("broken")
         os.makedirs(broken)
-        top = max([r["id"] for r in c.json("run", "list")] + [0])
+        top = max([r["id"] for r in c.items("run", "list")] + [0])
         for rid in range(top + 1, top + 20):
             open(os.path.join(broken, f"{rid}-1"), "w").close()
         c.start_agent("broken", slots=1)

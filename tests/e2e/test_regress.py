@@ -41,7 +41,7 @@ class RegressE2E(unittest.TestCase):
         with open(self.slow, "w") as f:
             f.write("1.3\n")  # every step 30 % slower from now on
         b2 = json.loads(c.cli("baseline", "create", "--repeats", "14", "--wait", "-o", "json").stdout)
-        slow_ids = {r["id"] for r in c.json("run", "list", "--baseline", str(b2["id"]))}
+        slow_ids = {r["id"] for r in c.items("run", "list", "--baseline", str(b2["id"]))}
         r = c.json("regress", "show", "demo")
         # the series holds the comparable runs (a run marked unusable is left out, with its reason)
         self.assertGreaterEqual(len(r["series"]), 10)
@@ -62,7 +62,7 @@ class RegressE2E(unittest.TestCase):
         rec = [g for g in r["regressions"] if g["kind"] == "change_point"]
         self.assertEqual(len(rec), 1, r["regressions"])
         self.assertEqual(rec[0]["first_bad_run"], first_slow)
-        log = [e for e in c.json("log") if e["kind"] == "regression"]
+        log = [e for e in c.items("log", "--limit", "0") if e["kind"] == "regression"]
         self.assertEqual(len(log), 1, log)
         self.assertEqual(log[0]["first_bad_run"], first_slow)
         self.assertEqual(log[0]["decision"], "regressed")
@@ -100,7 +100,7 @@ class RegressE2E(unittest.TestCase):
         # a slowdown, or — when the slow part is most of the run — no steady state: both alert
         self.assertRegex(st["message"], "degraded part-way|never reached a steady state")
         self.assertNotIn(run, [p["run_id"] for p in r["series"]])
-        log = [e for e in c.json("log") if e.get("detector") == "stability"]
+        log = [e for e in c.items("log", "--limit", "0") if e.get("detector") == "stability"]
         self.assertEqual([e["first_bad_run"] for e in log], [run])
         c.metrics_with('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
                        'workload="demo"} 1\n')
@@ -113,7 +113,7 @@ class RegressE2E(unittest.TestCase):
         self.assertIn("resolved: slowdown file reset", out)
         c.metrics_with('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
                        'workload="demo"} 0\n')
-        self.assertEqual([e["reason"] for e in c.json("log") if e["kind"] == "resolved"],
+        self.assertEqual([e["reason"] for e in c.items("log", "--limit", "0") if e["kind"] == "resolved"],
                          ["slowdown file reset"])
 
     def test_watch_queues_checks_in_an_open_window(self):
@@ -125,14 +125,14 @@ class RegressE2E(unittest.TestCase):
         bad = c.cli("regress", "schedule", "demo", "--schedule", "nope", check=False)
         self.assertEqual(bad.returncode, 3)
         self.assertIn("schedules: now", bad.stderr)
-        before = len(c.json("run", "list"))
+        before = len(c.items("run", "list", "--limit", "0"))
         w = c.json("regress", "schedule", "demo", "--schedule", "now", "--repeats", "2")
         self.assertEqual(w["state"], "active")
         self.assertIn("window open until", w["status"])
         c.wait_for(lambda: c.json("regress", "show", "demo")["watch"]["checks"] == 1, timeout=30,
                    what="the first periodic check")
         c.wait_for(lambda: (lambda runs: len(runs) == before + 2 and all(
-            x["state"] in ("succeeded", "failed") for x in runs))(c.json("run", "list")),
+            x["state"] in ("succeeded", "failed") for x in runs))(c.items("run", "list", "--limit", "0")),
             timeout=120, what="the check's two runs")
         time.sleep(2)
         self.assertEqual(c.json("regress", "show", "demo")["watch"]["checks"], 1)  # one per window

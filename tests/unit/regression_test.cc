@@ -157,6 +157,140 @@ TEST(NewConfirmedRegressions, AFasterLevelAndARecordedRegressionAreNotNew) {
   EXPECT_EQ(NewConfirmedRegressions(slower, Throughput(), {20}).size(), 1u);  // another one
 }
 
+// What the watch records as the series grows run by run: (series length when recorded, first
+// bad run). `tail` = 0 replays the full rule over the whole series; otherwise the incremental
+// rule over the newest `tail` points, as the store hands it (the recorded ones within them).
+struct Recorded {
+  size_t at = 0, index = 0;
+  bool operator==(const Recorded& o) const { return at == o.at && index == o.index; }
+};
+std::vector<Recorded> Replay(const std::vector<double>& x, const ConfirmOptions& o, bool tail) {
+  std::vector<Recorded> out;
+  std::vector<size_t> recorded;
+  for (size_t n = 2; n <= x.size(); ++n) {
+    const size_t from = tail && n > o.tail ? n - o.tail : 0;
+    const std::vector<double> seen(x.begin() + static_cast<std::ptrdiff_t>(from),
+                                   x.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<ChangePoint> found;
+    if (tail) {
+      std::vector<size_t> in_tail;
+      for (size_t r : recorded)
+        if (r >= from) in_tail.push_back(r - from);
+      found = NewConfirmedRegressionsInTail(seen, from == 0, Throughput(), in_tail, o);
+    } else {
+      found = NewConfirmedRegressions(seen, Throughput(), recorded, o);
+    }
+    for (const auto& c : found) {
+      recorded.push_back(c.index + from);
+      out.push_back({n, c.index + from});
+    }
+  }
+  return out;
+}
+
+std::string Describe(const std::vector<Recorded>& r) {
+  std::string s;
+  for (const auto& x : r) s += " run " + std::to_string(x.index) + " at " + std::to_string(x.at);
+  return s.empty() ? " none" : s;
+}
+
+TEST(NewConfirmedRegressionsInTail, WithinTheTailItIsTheFullRule) {
+  const auto x = Series({{40, 100}, {40, 90}}, 0.01, 21);
+  const ConfirmOptions o;
+  const auto full = Replay(x, o, false);
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_EQ(Replay(x, o, true), full);
+}
+
+// The equivalence the watch relies on: on long simulated series (no change, steps, two steps,
+// noise, slow nodes) the incremental rule records the same regressions, at the same first bad
+// runs and after the same runs, as the full analysis of the whole series. A tail of 100 (two
+// windows) keeps the full replays quick here; bench/watch.cc replays the default tail of 200 on
+// long series, many per scenario, and counts any difference.
+TEST(NewConfirmedRegressionsInTail, RecordsWhatTheFullRuleRecordsOnLongSeries) {
+  ConfirmOptions o;
+  o.tail = 100;
+  struct Case {
+    std::vector<std::pair<int, double>> levels;
+    double noise;
+    bool slow_nodes;  // every 13th run 15 % low, as a slow node gives
+  };
+  const std::vector<Case> cases = {
+      {{{170, 100}}, 0.02, false},                      // no change
+      {{{170, 100}}, 0.02, true},                       // no change, slow nodes
+      {{{120, 100}, {50, 90}}, 0.02, false},            // a step beyond the first tail
+      {{{60, 100}, {70, 92}, {40, 84}}, 0.015, false},  // two steps
+      {{{145, 100}, {25, 94}}, 0.01, false},            // a small step near the end
+      {{{70, 100}, {60, 108}, {40, 96}}, 0.02, true},   // faster, then slower
+  };
+  int recorded = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    auto x = Series(cases[k].levels, cases[k].noise, 100 + k);
+    if (cases[k].slow_nodes)
+      for (size_t i = 7; i < x.size(); i += 13) x[i] *= 0.85;
+    const auto full = Replay(x, o, false);
+    const auto tail = Replay(x, o, true);
+    EXPECT_EQ(tail, full) << "case " << k << ": full" << Describe(full) << "; tail"
+                          << Describe(tail);
+    for (const auto& r : full) recorded += r.at > o.tail;
+  }
+  EXPECT_GE(recorded, 4);  // the cases do confirm steps where only the tail is analysed
+}
+
+// The incremental answer is the full recomputation over the window it covers: on a series longer
+// than the tail, what NewConfirmedRegressionsInTail confirms is exactly what
+// NewConfirmedRegressions confirms on the newest `tail` points alone, past their first `margin`
+// (the context), at the same first bad runs with the same levels and p; with regressions already
+// recorded in the window, the same holds for what is new. Series without a change confirm nothing
+// either way; series with one in the window confirm it (so the comparison is not between two empty
+// answers).
+TEST(NewConfirmedRegressionsInTail, EqualsTheFullRecomputationOnTheWindowItCovers) {
+  const ConfirmOptions o;  // the watch's: a tail of 200, a margin of 25
+  struct Case {
+    std::vector<std::pair<int, double>> levels;
+    double noise;
+    size_t expect;  // regressions the full rule confirms in the window past the margin
+  };
+  const std::vector<Case> cases = {
+      {{{900, 100}}, 0.02, 0},                        // no change in 900 runs
+      {{{400, 100}, {500, 112}}, 0.02, 0},            // faster, long ago: nothing to confirm
+      {{{820, 100}, {80, 90}}, 0.01, 1},              // slower 80 runs ago
+      {{{760, 100}, {70, 92}, {70, 84}}, 0.01, 2},    // two steps in the window
+      {{{300, 100}, {300, 90}, {300, 100}}, 0.02, 0}  // a step long before the window
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const auto x = Series(cases[k].levels, cases[k].noise, 500 + k);
+    ASSERT_GT(x.size(), o.tail);
+    const std::vector<double> window(x.end() - static_cast<std::ptrdiff_t>(o.tail), x.end());
+    std::vector<ChangePoint> full;
+    for (const ChangePoint& c : NewConfirmedRegressions(window, Throughput(), {}, o))
+      if (c.index >= o.margin) full.push_back(c);
+    const auto inc = NewConfirmedRegressionsInTail(window, /*whole=*/false, Throughput(), {}, o);
+    ASSERT_EQ(inc.size(), full.size()) << "case " << k;
+    EXPECT_EQ(full.size(), cases[k].expect) << "case " << k;
+    for (size_t i = 0; i < inc.size(); ++i) {
+      EXPECT_EQ(inc[i].index, full[i].index) << "case " << k;
+      EXPECT_DOUBLE_EQ(inc[i].before, full[i].before) << "case " << k;
+      EXPECT_DOUBLE_EQ(inc[i].after, full[i].after) << "case " << k;
+      EXPECT_DOUBLE_EQ(inc[i].p, full[i].p) << "case " << k;
+    }
+    // Once recorded, a regression in the window is not new to either.
+    std::vector<size_t> recorded;
+    for (const ChangePoint& c : full) recorded.push_back(c.index);
+    EXPECT_TRUE(NewConfirmedRegressionsInTail(window, false, Throughput(), recorded, o).empty());
+    EXPECT_TRUE(NewConfirmedRegressions(window, Throughput(), recorded, o).empty());
+  }
+}
+
+// The tail's oldest runs are context: when the tail starts just before a step, its first window
+// sees a few runs of the old level and then the new one. The full rule on those same points alone
+// would call that edge a regression; the incremental rule, told that older points exist, does not.
+TEST(NewConfirmedRegressionsInTail, AStepJustBeforeTheTailIsAnEdgeNotANewRegression) {
+  const auto x = Series({{7, 100}, {193, 85}}, 0.005, 31);
+  EXPECT_TRUE(NewConfirmedRegressionsInTail(x, /*whole=*/false, Throughput(), {}).empty());
+  ASSERT_EQ(NewConfirmedRegressionsInTail(x, /*whole=*/true, Throughput(), {}).size(), 1u);
+}
+
 WorkloadSpec StabilitySpec() {
   auto spec = ParseWorkloadSpec(R"(
 name: w

@@ -344,6 +344,49 @@ TEST(BatchViews, AdjustedPIsShownOnlyOnceTheBatchIsCorrected) {
   EXPECT_THAT(text, testing::Not(HasSubstr("0.01")));
 }
 
+TEST(PageViews, JsonCarriesTheItemsAndTheNextTokenOrNull) {
+  auto j = PageJson(ojson::array({1, 2}), "log:17");
+  EXPECT_EQ(j["items"].size(), 2u);
+  EXPECT_EQ(j["next_page_token"], "log:17");
+  EXPECT_TRUE(PageJson(ojson::array(), "")["next_page_token"].is_null());
+  EXPECT_THAT(NextPageHint("log:17"), HasSubstr("--page-token log:17"));
+}
+
+TEST(BatchViews, ListShowsMembersCountedByStateAndDecision) {
+  v1::ListBatchesResponse r;
+  auto* b = r.add_batches();
+  b->set_id(7);
+  b->set_workload("demo");
+  b->set_state("running");
+  b->set_members(5);
+  (*b->mutable_members_by_state())["running"] = 2;
+  (*b->mutable_members_by_state())["decided"] = 3;
+  (*b->mutable_members_by_decision())["unchanged"] = 1;
+  (*b->mutable_members_by_decision())["improved"] = 2;
+  const Table t = BatchesTable(r);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0][5], "5");  // experiments
+  EXPECT_EQ(t.rows[0][6], "3");  // done: not running
+  EXPECT_EQ(t.rows[0][7], "improved 2, unchanged 1");
+  const ojson j = BatchSummaryJson(*b);
+  EXPECT_EQ(j["members"]["total"], 5);
+  EXPECT_EQ(j["members"]["by_state"]["running"], 2);
+  EXPECT_EQ(j["members"]["by_decision"]["improved"], 2);
+  EXPECT_FALSE(j.contains("experiments"));
+}
+
+TEST(RegressViews, ASeriesCutToItsNewestPointsSaysSo) {
+  v1::Regression r;
+  r.set_workload("demo");
+  for (int i = 1; i <= 3; ++i) r.add_points()->set_run_id(i);
+  EXPECT_THAT(RegressionDetail(r), HasSubstr(", 3 comparable runs"));
+  EXPECT_FALSE(RegressionJson(r)["more_points"]);
+  r.set_more_points(true);
+  EXPECT_THAT(RegressionDetail(r),
+              HasSubstr("the newest 3 comparable runs (older ones: --limit N"));
+  EXPECT_TRUE(RegressionJson(r)["more_points"]);
+}
+
 }  // namespace
 }  // namespace tunectl
 
