@@ -32,3 +32,22 @@ if(NOT TUNECTL_SANITIZE STREQUAL "")
   add_link_options(-fsanitize=${_tunectl_list})
   message(STATUS "tunectl: sanitizers ${_tunectl_list}")
 endif()
+
+# TUNECTL_FUZZ: the libFuzzer targets in fuzz/ (scripts/fuzz builds them into build-fuzz with
+# clang). Every target of such a build is compiled with libFuzzer's coverage and ASan+UBSan, UB
+# aborting (so the fuzzer counts it as a crash); only the fuzz targets link libFuzzer's main.
+option(TUNECTL_FUZZ "Build the libFuzzer targets in fuzz/ (clang only)" OFF)
+if(TUNECTL_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TUNECTL_FUZZ=ON needs clang (libFuzzer), got ${CMAKE_CXX_COMPILER_ID}: "
+      "configure with CXX=clang++ (scripts/fuzz does).")
+  endif()
+  if(NOT TUNECTL_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "TUNECTL_FUZZ=ON chooses its own sanitizers (address,undefined); leave "
+      "TUNECTL_SANITIZE empty, got '${TUNECTL_SANITIZE}'.")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+  message(STATUS "tunectl: fuzz build (libFuzzer coverage, address,undefined)")
+endif()

@@ -26,6 +26,11 @@ Result<std::vector<std::string>> ExpandBatchVary(const std::vector<std::string>&
     const size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0)
       return Status::InvalidArgument("--vary: \"" + v + "\" is not NAME=VALUE[,VALUE…]");
+    if (v.find(',') < eq)
+      return Status::InvalidArgument("--vary: \"" + v + "\" names more than one parameter (\"" +
+                                     v.substr(0, eq) +
+                                     "\"); a batch varies one parameter per --vary: "
+                                     "NAME=VALUE[,VALUE…]");
     const std::string values = v.substr(eq + 1) + ",";
     for (size_t p = 0, c; (c = values.find(',', p)) != std::string::npos; p = c + 1) {
       const std::string value = values.substr(p, c - p);

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace tunectl {
@@ -55,7 +56,11 @@ MetricExtractor::~MetricExtractor() = default;
 
 int64_t MetricExtractor::NextStep(const std::string& metric, const int64_t* explicit_step) {
   int64_t& last = last_step_[metric];
-  last = explicit_step ? *explicit_step : last + 1;
+  // A counted step after the largest one a job may print stays there (int64 does not wrap).
+  if (explicit_step)
+    last = *explicit_step;
+  else if (last < std::numeric_limits<int64_t>::max())
+    ++last;
   return last;
 }
 

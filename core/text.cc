@@ -53,6 +53,21 @@ Status CheckDocument(std::string_view text, const std::string& what, const Docum
   if (text.size() > limits.max_bytes)
     return Status::InvalidArgument(what + ": " + std::to_string(text.size()) +
                                    " bytes; allowed at most " + std::to_string(limits.max_bytes));
+  // UTF-8 text: what is stored as JSON must be (a NUL is refused with the value it is in).
+  for (size_t i = 0, line = 1; i < text.size();) {
+    if (text[i] == '\0' || text[i] == '\n') {
+      line += text[i] == '\n';
+      ++i;
+      continue;
+    }
+    const size_t n = SequenceAt(text, i);
+    if (n == 0)
+      return Status::InvalidArgument(what + ": line " + std::to_string(line) + ": byte " +
+                                     std::to_string(i) +
+                                     " is not valid UTF-8; a document is "
+                                     "UTF-8 text");
+    i += n;
+  }
   int flow = 0;
   std::vector<size_t> indents;  // YAML block-style indentation levels open at this line
   char quote = 0;

@@ -23,7 +23,8 @@ struct DocumentLimits {
   int max_depth = 64;          // nesting of [ { and of indentation levels
 };
 
-// Ok, or InvalidArgument naming `what`, the size or depth found and the limit. Depth counts
+// Ok, or InvalidArgument naming `what`, the size or depth found and the limit, or the line and
+// byte of the first byte that is not UTF-8 (a NUL is left to the parser's own check). Depth counts
 // unquoted [ and { (JSON, YAML flow style) and indentation levels (YAML block style); quoted
 // strings and comments are skipped.
 Status CheckDocument(std::string_view text, const std::string& what,

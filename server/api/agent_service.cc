@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "core/agent_messages.h"
 #include "core/text.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
@@ -136,7 +137,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     if (registered_ && in_.has_heartbeat()) {  // memory only: no database, no worker
       const bool was_busy = busy;
       const bool was_unhealthy = !unhealthy().empty();
-      Beat(in_.heartbeat().busy(), SanitizeUtf8(in_.heartbeat().unhealthy(), 1024));
+      Beat(in_.heartbeat().busy(), SanitizeUtf8(in_.heartbeat().unhealthy(), kMaxUnhealthyBytes));
       if (was_busy != busy || was_unhealthy != !unhealthy().empty()) {
         sh_->log(LogLevel::kInfo, "agent " + name +
                                       (busy                   ? " is busy (idle probe fails)"
@@ -239,7 +240,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     Status st;
     switch (in.msg_case()) {
       case v1::AgentMessage::kHeartbeat:  // taken in OnReadDone; here only before the Welcome
-        Beat(in.heartbeat().busy(), SanitizeUtf8(in.heartbeat().unhealthy(), 1024));
+        Beat(in.heartbeat().busy(), SanitizeUtf8(in.heartbeat().unhealthy(), kMaxUnhealthyBytes));
         return true;
       case v1::AgentMessage::kRunStarted:
         st = sh_->store->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(),
@@ -265,8 +266,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
         // The job's bytes become valid text here, once: PostgreSQL refuses invalid UTF-8 and NUL.
         RunResult res{f.exit_code(),
                       f.signal(),
-                      SanitizeUtf8(f.reason(), 4096),
-                      SanitizeUtf8(f.stderr_tail(), 8192),
+                      SanitizeUtf8(f.reason(), kMaxRunReasonBytes),
+                      SanitizeUtf8(f.stderr_tail(), kMaxStderrTailBytes),
                       f.batches(),
                       f.lines(),
                       f.duration_reached(),
@@ -312,18 +313,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       return false;
     }
     const v1::Hello& h = in.hello();
-    if (h.name().empty() || h.name().size() > 253) {
-      Fail({grpc::StatusCode::INVALID_ARGUMENT,
-            "Hello.name: " + std::string(h.name().empty() ? "empty" : "longer than 253 bytes") +
-                "; every agent needs a name"});
-      return false;
-    }
-    if (h.slots() < 0 || h.slots() > 4096) {
-      Fail({grpc::StatusCode::INVALID_ARGUMENT,
-            "Hello.slots: " + std::to_string(h.slots()) + " is out of range; allowed 0..4096"});
-      return false;
-    }
     LabelMap hello_labels(h.labels().begin(), h.labels().end());
+    if (Status st = CheckAgentHello(h.name(), h.slots(), hello_labels); !st.ok()) {
+      Fail(ToGrpc(st));
+      return false;
+    }
     const std::string sid = sh_->opts.server_id + "/" + std::to_string(sh_->next_session++);
     AgentNameClaim claim;
     claim.instance = h.instance();
@@ -354,7 +348,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     session_id = sid;
     labels = hello_labels;
     slots = h.slots();
-    Beat(h.busy(), SanitizeUtf8(h.unhealthy(), 1024));
+    Beat(h.busy(), SanitizeUtf8(h.unhealthy(), kMaxUnhealthyBytes));
     {
       std::lock_guard<std::mutex> g(sh_->live_mu);
       sh_->live_sessions.insert(sid);

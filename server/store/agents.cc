@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <set>
 
+#include "core/agent_messages.h"
 #include "core/dispatch.h"
 #include "core/launch.h"
 #include "server/store/store.h"
@@ -16,6 +17,8 @@ using namespace internal;  // NOLINT(google-build-using-namespace): the store's 
 Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
                                      const std::string& version, const std::string& session,
                                      const AgentNameClaim& claim) {
+  // Before any statement: libpq would cut a name at a NUL, jsonb refuses one in a label.
+  if (Status st = CheckAgentHello(name, slots, labels); !st.ok()) return st;
   return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
     if (!claim.instance.empty()) {
       auto held = w.exec_params(

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/agent_messages.h"
 #include "core/launch.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
@@ -433,6 +434,13 @@ Result<RunRow> Store::GetRun(int64_t id) {
 Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
                                      const std::vector<SampleIn>& samples,
                                      std::optional<int64_t> reporter) {
+  // A metric name COPY would refuse (NUL) refuses the whole batch before any statement, so the
+  // agent's session acks and drops it instead of resending it on every reconnect.
+  for (const auto& x : samples)
+    if (Status st = CheckSampleMetric(x.metric); !st.ok())
+      return Status::InvalidArgument("metric batch for run " + std::to_string(run_id) +
+                                     " attempt " + std::to_string(attempt) +
+                                     " refused: " + st.message() + "; nothing stored");
   // The hot path decides nothing: no clock round trip (received_at is the database's time).
   return InTx<bool>(pool_, nullptr, [&](pqxx::work& w) -> Result<bool> {
     pqxx::result r;

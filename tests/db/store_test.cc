@@ -125,6 +125,41 @@ TEST(Store, MetricBatchForUnknownRunIsRejected) {
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "0");
 }
 
+TEST(Store, AMetricBatchWithANulInAMetricNameIsRefusedNotRetriedForever) {
+  // PostgreSQL refuses a NUL in COPY's text: the transaction failed (Internal), the session ended
+  // with the batch unacked, and the agent resent it on every reconnect. Now it is refused
+  // (InvalidArgument: the session acks it, the agent drops it) and nothing is stored.
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  const int64_t agent = AddAgent(st, "n1");
+  auto claimed = st.ClaimRuns(agent, {{"pool", "cpu"}}, 4);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->size(), 1u);
+  const int64_t run = (*claimed)[0].run_id;
+  auto r = st.StoreMetricBatch(run, 1, 1, {{"sps", 1, 10.0, 1}, {std::string("sps\0", 4), 2, 1, 2}},
+                               agent);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().message();
+  EXPECT_THAT(r.status().message(), HasSubstr("control character"));
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_batches"), "0");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM metric_samples"), "0");
+}
+
+TEST(Store, AnAgentWithANulInItsNameOrLabelsIsRefused) {
+  // libpq cut the name at its NUL ("n1\0x" registered as "n1"); jsonb refused the label (Internal).
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  auto name = st.RegisterAgent(std::string("n1\0x", 4), {}, 1, "t", "s1");
+  ASSERT_FALSE(name.ok());
+  EXPECT_EQ(name.status().code(), Status::Code::kInvalidArgument) << name.status().message();
+  auto label = st.RegisterAgent("n1", {{"pool", std::string("c\0", 2)}}, 1, "t", "s1");
+  ASSERT_FALSE(label.ok());
+  EXPECT_EQ(label.status().code(), Status::Code::kInvalidArgument) << label.status().message();
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM agents"), "0");
+}
+
 TEST(Store, TwoDispatchersNeverClaimTheSameRun) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();

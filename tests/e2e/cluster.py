@@ -18,6 +18,20 @@ BIN = os.environ.get("TUNECTL_BIN_DIR", os.path.join(os.path.dirname(__file__), 
 SRC = os.environ.get("TUNECTL_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
 
 
+# A sanitizer's report in a log (scripts/test-sanitize runs these tests on instrumented binaries):
+# ASan and LSan open with "==PID==ERROR: …Sanitizer", UBSan with "file:line:col: runtime error:".
+SANITIZER_REPORT = re.compile(
+    r"^==\d+==ERROR: (?:AddressSanitizer|LeakSanitizer)\b|^\S+:\d+:\d+: runtime error: "
+    r"|^WARNING: ThreadSanitizer:", re.M)
+
+
+def sanitizer_reports(text, context=40):
+    """Each sanitizer report in `text`, as the lines from its first line on (at most `context`)."""
+    lines = text.splitlines()
+    starts = [text.count("\n", 0, m.start()) for m in SANITIZER_REPORT.finditer(text)]
+    return ["\n".join(lines[i:i + context]) for i in starts]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -142,6 +156,8 @@ class Cluster:
         return os.path.join(self.dir, "runs", agent)
 
     def close(self):
+        """Stops the processes and removes the cluster's folder; fails, keeping the folder, when
+        a server or agent log holds a sanitizer report (their stderr goes only there)."""
         for p in self.agents.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -151,16 +167,30 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         self.stop_server()
+        self.check_sanitizer_reports()
         if os.environ.get("TUNECTL_E2E_KEEP"):  # to read the logs of a failed test
             print(f"kept {self.dir}", file=sys.stderr)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def check_sanitizer_reports(self):
+        found = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    found += [f"{name}:\n{r}" for r in sanitizer_reports(f.read())]
+        if found:
+            raise AssertionError(f"sanitizer reports in the logs of {self.dir}:\n\n" +
+                                 "\n\n".join(found))
 
     # --- helpers ------------------------------------------------------------------------------
     def cli(self, *args, check=True, stdin=None):
         env = dict(os.environ, TUNECTL_SERVER=self.addr)
         p = subprocess.run([os.path.join(BIN, "tunectl"), *args], capture_output=True, text=True,
                            env=env, input=stdin, timeout=300)
+        reports = sanitizer_reports(p.stderr)
+        if reports:
+            raise AssertionError(f"tunectl {' '.join(args)}: sanitizer report:\n" + reports[0])
         if check and p.returncode != 0:
             raise AssertionError(f"tunectl {' '.join(args)} exited {p.returncode}:\n{p.stderr}")
         return p

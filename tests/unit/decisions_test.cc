@@ -52,6 +52,15 @@ TEST(BatchExpansion, RefusesMissingNamesAndEmptyValues) {
   EXPECT_THAT(ExpandBatchVary({"a=1,,2"}).status().message(), HasSubstr("empty value"));
 }
 
+TEST(BatchExpansion, RefusesACommaInTheNameInsteadOfMakingItOneMember) {
+  // Found by fuzz/vary_fuzz: "a,b=8" became the batch member "a,b=8", which varies two names.
+  auto r = ExpandBatchVary({"micro_batch_size,grad_accum_steps=8"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("names more than one parameter (\"micro_batch_size,grad_accum_steps\")"));
+}
+
 Verdict PrimaryVerdict(double control_median) {
   Verdict v;
   v.primary = "sps";

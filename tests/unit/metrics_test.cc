@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <tuple>
 
 namespace tunectl {
@@ -60,6 +61,15 @@ TEST(MetricExtractor, JsonLinesWithStep) {
   EXPECT_DOUBLE_EQ(s[1].value, 0.15);
   EXPECT_EQ(s[2].metric, "lr");
   EXPECT_EQ(s[2].step, 1);
+}
+
+TEST(MetricExtractor, ACountedStepAfterTheLargestStepStaysThereInsteadOfOverflowing) {
+  // Found by fuzz/metrics_fuzz: the next step after 9223372036854775807 overflowed int64 (UB).
+  auto s = Extract({{"loss", "", "loss"}},
+                   {R"({"loss": 1, "step": 9223372036854775807})", R"({"loss": 2})"});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].step, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(s[1].step, std::numeric_limits<int64_t>::max());
 }
 
 TEST(MetricExtractor, ThousandsSeparatorsAndCarriageReturn) {

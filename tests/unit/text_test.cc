@@ -63,6 +63,16 @@ runs:
   EXPECT_TRUE(CheckDocument(yaml, "workload").ok());
 }
 
+TEST(CheckDocument, RefusesInvalidUtf8NamingTheLineAndTheByte) {
+  // Found by fuzz/workload_fuzz: a workload with invalid UTF-8 in a YAML string was accepted,
+  // then its canonical JSON threw (nlohmann refuses to dump it) instead of being refused.
+  Status s = CheckDocument("name: demo\ncommand: [\"a\xE4\xE4\"]\n", "w.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "w.yaml: line 2: byte 23 is not valid UTF-8; a document is UTF-8 text");
+  EXPECT_TRUE(CheckDocument("name: d\xC3\xA9mo  # caf\xC3\xA9\n", "w").ok());
+}
+
 TEST(CheckDocument, RefusesDeepJsonNamingTheDepthAndTheLimit) {
   const std::string json = std::string(50000, '[') + std::string(50000, ']');
   Status s = CheckDocument(json, "workload file");
