@@ -272,6 +272,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
                       f.lines(),
                       f.duration_reached(),
                       f.infra_failure()};
+        if (f.infra_failure())
+          // Not here again before the agent says it is healthy: set before the store requeues the
+          // run, whose NOTIFY may start a dispatch pass before this thread goes on.
+          Beat(busy.load(),
+               "run " + std::to_string(f.run_id()) + " could not run here: " + res.reason);
         st = sh_->store->FinishRun(f.run_id(), f.attempt(), res, "agent:" + name, agent_id);
         if (!st.ok() && st.code() == Status::Code::kFailedPrecondition)
           sh_->log(LogLevel::kWarn, "agent " + name + ": " + st.message());
@@ -283,10 +288,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
             sh_->log(LogLevel::kWarn, "agent " + name + " could not run run " +
                                           std::to_string(f.run_id()) + ": " + res.reason +
                                           "; it is retried elsewhere");
-            // Not here again before the agent says it is healthy: the retry must not come back
-            // to this node in the pass this Notify starts, ahead of the agent's next heartbeat.
-            Beat(busy.load(),
-                 "run " + std::to_string(f.run_id()) + " could not run here: " + res.reason);
           }
           Send(AckOf(f.run_id(), f.attempt(), f.seq()));
           sh_->dispatcher->Notify();  // a slot is free
