@@ -22,7 +22,7 @@ struct ServerOptions {
   // Agents beat (and liveness is flushed) this often; 0 = a third of agent_timeout_s, between
   // 1 and 5 s (15 s -> 5 s: 2,000 idle agents send 400 beats/s, three missed beats are a timeout).
   int heartbeat_interval_ms = 0;
-  int agent_timeout_s = 15;  // silent agents' runs are requeued after this
+  int agent_timeout_s = 15;         // silent agents' runs are requeued after this
   int dispatch_interval_ms = 1000;  // a dispatch pass at least this often (events wake it sooner)
   // Shifts the server's clock (every decision, record and schedule window) by this much; for
   // tests that need tomorrow night's window now. 0 in production.
