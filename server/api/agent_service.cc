@@ -332,8 +332,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     };
     auto id = sh_->store->RegisterAgent(h.name(), hello_labels, h.slots(), h.version(), sid, claim);
     if (!id.ok()) {
-      sh_->log(LogLevel::kWarn,
-               "agent " + h.name() + " on " + h.host() + " refused: " + id.status().message());
+      sh_->log(LogLevel::kWarn, "agent " + SanitizeUtf8(h.name(), kMaxAgentNameBytes) + " on " +
+                                    SanitizeUtf8(h.host(), kMaxAgentNameBytes) +
+                                    " refused: " + id.status().message());
       Fail(ToGrpc(id.status()));
       return false;
     }
