@@ -330,7 +330,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       std::lock_guard<std::mutex> g(sh_->live_mu);
       return sh_->live_sessions.count(other) > 0;
     };
-    auto id = sh_->store->RegisterAgent(h.name(), hello_labels, h.slots(), h.version(), sid, claim);
+    AgentNodeState node;
+    node.busy = h.busy();
+    node.unhealthy = SanitizeUtf8(h.unhealthy(), kMaxUnhealthyBytes);
+    auto id =
+        sh_->store->RegisterAgent(h.name(), hello_labels, h.slots(), h.version(), sid, claim, node);
     if (!id.ok()) {
       sh_->log(LogLevel::kWarn, "agent " + SanitizeUtf8(h.name(), kMaxAgentNameBytes) + " on " +
                                     SanitizeUtf8(h.host(), kMaxAgentNameBytes) +
@@ -350,7 +354,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     session_id = sid;
     labels = hello_labels;
     slots = h.slots();
-    Beat(h.busy(), SanitizeUtf8(h.unhealthy(), kMaxUnhealthyBytes));
+    Beat(node.busy, node.unhealthy);
     {
       std::lock_guard<std::mutex> g(sh_->live_mu);
       sh_->live_sessions.insert(sid);

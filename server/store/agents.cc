@@ -16,7 +16,7 @@ using namespace internal;  // NOLINT(google-build-using-namespace): the store's 
 
 Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
                                      const std::string& version, const std::string& session,
-                                     const AgentNameClaim& claim) {
+                                     const AgentNameClaim& claim, const AgentNodeState& node) {
   // Before any statement: libpq would cut a name at a NUL, jsonb refuses one in a label.
   if (Status st = CheckAgentHello(name, slots, labels); !st.ok()) return st;
   return InTx<int64_t>(pool_, clock_, [&](pqxx::work& w) -> Result<int64_t> {
@@ -44,11 +44,13 @@ Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& la
     }
     auto r = w.exec_params1(
         "INSERT INTO agents(name, labels, slots, version, connected, session, last_seen, instance, "
-        "host) VALUES ($1, $2::jsonb, $3, $4, true, $5, tunectl_now(), $6, $7) ON CONFLICT (name) "
-        "DO UPDATE SET labels = EXCLUDED.labels, slots = EXCLUDED.slots, version = "
-        "EXCLUDED.version, connected = true, session = EXCLUDED.session, last_seen = "
-        "tunectl_now(), instance = EXCLUDED.instance, host = EXCLUDED.host RETURNING id",
-        name, MapToJson(labels), slots, version, session, claim.instance, claim.host);
+        "host, busy, unhealthy) VALUES ($1, $2::jsonb, $3, $4, true, $5, tunectl_now(), $6, $7, "
+        "$8, $9) ON CONFLICT (name) DO UPDATE SET labels = EXCLUDED.labels, slots = "
+        "EXCLUDED.slots, version = EXCLUDED.version, connected = true, session = "
+        "EXCLUDED.session, last_seen = tunectl_now(), instance = EXCLUDED.instance, host = "
+        "EXCLUDED.host, busy = EXCLUDED.busy, unhealthy = EXCLUDED.unhealthy RETURNING id",
+        name, MapToJson(labels), slots, version, session, claim.instance, claim.host, node.busy,
+        node.unhealthy);
     const int64_t id = r[0].as<int64_t>();
     Audit(w, "agent:" + name, "agent.connected", "agent", id,
           {{"labels", labels}, {"slots", slots}, {"version", version}});

@@ -350,6 +350,12 @@ struct AgentNameClaim {
   std::function<bool(const std::string& session)> session_live;  // null: live if seen recently
 };
 
+// What a node said about itself when it connected (its Hello); later changes come as beats.
+struct AgentNodeState {
+  bool busy = false;      // its idle probe fails: production work on the node
+  std::string unhealthy;  // empty = it can run jobs; otherwise why not
+};
+
 class Store {
  public:
   // `pool` and `clock` are not owned and outlive the Store; `clock` null = the system clock. The
@@ -384,7 +390,8 @@ class Store {
   // Agents
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,
                                 const std::string& version, const std::string& session,
-                                const AgentNameClaim& claim = AgentNameClaim());
+                                const AgentNameClaim& claim = AgentNameClaim(),
+                                const AgentNodeState& node = AgentNodeState());
   // Liveness of many agents in one statement (a dispatcher flushes its sessions' heartbeats once
   // per interval): last_seen = now, busy and unhealthy as reported. A row whose session is no
   // longer `session` (another process took the name) is left alone.

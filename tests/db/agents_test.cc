@@ -171,6 +171,24 @@ TEST(Agents, HeartbeatsOfManyAgentsAreFlushedInOneCallForTheirOwnSessionsOnly) {
             "1");
 }
 
+TEST(Agents, ANodeBusyOrUnhealthyAtHelloIsRecordedBeforeItsFirstBeat) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  AgentNodeState node;
+  node.busy = true;
+  ASSERT_TRUE(st.RegisterAgent("prod", {{"pool", "cpu"}}, 1, "t", "s1", {}, node).ok());
+  auto agents = *st.ListAgents();
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_TRUE(agents[0].busy);  // what `run list` explains a queued run's wait with
+  // Reconnecting free clears it; an unhealthy node says why.
+  node.busy = false;
+  node.unhealthy = "disk nearly full under /runs: 10 MiB free";
+  ASSERT_TRUE(st.RegisterAgent("prod", {{"pool", "cpu"}}, 1, "t", "s2", {}, node).ok());
+  agents = *st.ListAgents();
+  EXPECT_FALSE(agents[0].busy);
+  EXPECT_EQ(agents[0].unhealthy, node.unhealthy);
+}
+
 TEST(Agents, PendingCancelsOfManyAgentsComeFromOneQuery) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();
