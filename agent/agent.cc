@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "sys/files.h"
@@ -28,11 +29,9 @@ class Agent::Stream {
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::ServerMessage>> rw;
 };
 
-Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log)
-    : opts_(std::move(opts)), launcher_(launcher), log_(std::move(log)) {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  host_ = host;
+Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, Executor* executor, LogFn log)
+    : opts_(std::move(opts)), launcher_(launcher), executor_(executor), log_(std::move(log)) {
+  host_ = HostName();
   std::random_device rd;
   instance_ = host_ + ":" + std::to_string(getpid()) + ":" + std::to_string(rd());
   // The tag that finds this agent's jobs: its name and runs dir, stable across its restarts.
@@ -66,7 +65,7 @@ Agent::~Agent() {
   {
     std::lock_guard<std::mutex> g(mu_);
     for (auto& [_, r] : runs_)
-      if (r.cancel) r.cancel->store(true);
+      if (r.ctl) r.ctl->detach.store(true);
     runs.swap(runs_);
   }
   for (auto& [_, r] : runs)
@@ -82,6 +81,7 @@ void Agent::Stop() {
 
 void Agent::Run() {
   CheckNode();  // Hello already says whether the node can take work
+  AdoptRuns();  // Hello already names them among its active runs
   std::thread probe([this] { ProbeLoop(); });
   std::thread sender([this] { SenderLoop(); });
   std::thread hb([this] { HeartbeatLoop(); });
@@ -122,6 +122,8 @@ bool Agent::Session() {
     h->set_version(TUNECTL_VERSION);
     h->set_busy(busy_);
     h->set_unhealthy(unhealthy_);
+    h->set_isolated_slots(opts_.isolated_slots);
+    h->set_executor(executor_->Kind());
     h->set_instance(instance_);
     h->set_host(host_);
     for (const auto& [id, r] : runs_) {
@@ -380,29 +382,61 @@ void Agent::StartRun(const v1::Assign& a) {
     log_(LogLevel::kWarn, "run " + std::to_string(a.run_id()) + ": attempt " +
                               std::to_string(a.attempt()) + " replaces attempt " +
                               std::to_string(held->second.attempt) + " held here; stopping it");
-    if (held->second.cancel) held->second.cancel->store(true);
+    if (held->second.ctl) held->second.ctl->cancel.store(true);
     deferred_[a.run_id()] = a;
     return;
   }
   Active r;
   r.attempt = a.attempt();
-  r.cancel = std::make_shared<std::atomic<bool>>(false);
-  auto cancel = r.cancel;
+  r.ctl = std::make_shared<RunControl>();
+  auto ctl = r.ctl;
+  const SlotGrant slot = FreeSlot();
+  r.slot = slot.index;
   log_(LogLevel::kInfo, "run " + std::to_string(a.run_id()) + " attempt " +
-                            std::to_string(a.attempt()) + ": " + a.workload());
-  r.thread = std::thread([this, a, cancel] {
-    Executor ex(launcher_, opts_.executor);
-    ex.Run(a, *cancel, *this);
-  });
+                            std::to_string(a.attempt()) + ": " + a.workload() +
+                            (slot.index >= 0 ? " in slot " + std::to_string(slot.index) : ""));
+  r.thread = std::thread([this, a, ctl, slot] { executor_->Run(a, slot, *ctl, *this); });
   runs_.emplace(a.run_id(), std::move(r));
+}
+
+SlotGrant Agent::FreeSlot() const {
+  SlotGrant g;
+  if (std::string(executor_->Kind()) != "local") return g;
+  std::set<int> used;
+  for (const auto& [_, r] : runs_)
+    if (!r.done) used.insert(r.slot);
+  int i = 0;
+  while (used.count(i)) ++i;
+  g.index = i;
+  if (static_cast<size_t>(i) < opts_.slot_gpus.size()) g.gpus = opts_.slot_gpus[i];
+  if (static_cast<size_t>(i) < opts_.slot_cpus.size()) g.cpus = opts_.slot_cpus[i];
+  return g;
+}
+
+void Agent::AdoptRuns() {
+  for (const auto& a : executor_->Adoptable()) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (runs_.count(a.run_id())) continue;
+    Active r;
+    r.attempt = a.attempt();
+    r.ctl = std::make_shared<RunControl>();
+    auto ctl = r.ctl;
+    log_(LogLevel::kInfo, "run " + std::to_string(a.run_id()) + " attempt " +
+                              std::to_string(a.attempt()) +
+                              ": adopted from an earlier agent "
+                              "process (" +
+                              executor_->Kind() + ")");
+    r.thread = std::thread([this, a, ctl] { executor_->Resume(a, *ctl, *this); });
+    runs_.emplace(a.run_id(), std::move(r));
+  }
 }
 
 void Agent::CancelRun(int64_t run_id, int attempt) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = runs_.find(run_id);
-  if (it != runs_.end() && it->second.attempt == attempt && it->second.cancel) {
+  if (it != runs_.end() && it->second.attempt == attempt && it->second.ctl) {
     it->second.server_cancelled = true;
-    it->second.cancel->store(true);
+    it->second.ctl->cancel.store(true);
   }
 }
 
@@ -476,6 +510,12 @@ void Agent::HeartbeatLoop() {
     SendBestEffort(std::move(m));
     l.lock();
   }
+}
+
+void Agent::OnPending(const v1::RunPending& m) {
+  v1::AgentMessage msg;
+  *msg.mutable_run_pending() = m;
+  SendBestEffort(std::move(msg));
 }
 
 void Agent::OnStarted(const v1::RunStarted& m) {

@@ -36,6 +36,12 @@ struct AgentOptions {
   std::string name;  // required; unique per agent
   LabelMap labels;
   int slots = 1;  // runs executed at once
+  // Local executor: what each slot owns (one entry per slot, e.g. {"0,1", "2,3"}; empty = no GPU
+  // or CPU isolation), from --gpus/--cpus split evenly among the slots.
+  std::vector<std::string> slot_gpus, slot_cpus;
+  // The slots do not disturb each other: an experiment's control and variant may run at once
+  // here. Off by default, so the server runs one of an experiment's runs at a time on this node.
+  bool isolated_slots = false;
   ExecutorOptions executor;
   int backoff_initial_ms = 250;       // reconnect backoff, doubling …
   int backoff_max_ms = 5000;          // … up to this
@@ -49,7 +55,8 @@ struct AgentOptions {
 
 class Agent : private RunSink {
  public:
-  Agent(AgentOptions opts, ProcessLauncher* launcher, LogFn log);
+  // `launcher` (the idle probe's commands) and `executor` are not owned and outlive the Agent.
+  Agent(AgentOptions opts, ProcessLauncher* launcher, Executor* executor, LogFn log);
   ~Agent() override;
   void Run();
   void Stop();
@@ -57,8 +64,9 @@ class Agent : private RunSink {
  private:
   struct Active {
     std::thread thread;
-    std::shared_ptr<std::atomic<bool>> cancel;
+    std::shared_ptr<RunControl> ctl;
     int attempt = 0;
+    int slot = -1;
     bool done = false;
     bool server_cancelled = false;  // a Cancel from the server, not the agent's shutdown
   };
@@ -81,12 +89,15 @@ class Agent : private RunSink {
   void SendReliable(Pending p);             // kept until acked
   void OnAck(const v1::Ack& a);
   void StartRun(const v1::Assign& a);
+  void AdoptRuns();  // the executor's runs left by an earlier agent process, watched again
+  SlotGrant FreeSlot() const;  // the lowest slot no run holds; under mu_
   void CancelRun(int64_t run_id, int attempt);
   void ReapFinished();
   void LoadSpool();  // unacked messages of an earlier agent process back into the outbox
   std::string SpoolPath(const Pending& p) const;
   void CheckNode();  // idle probe and health check; on the probe thread
 
+  void OnPending(const v1::RunPending& m) override;
   void OnStarted(const v1::RunStarted& m) override;
   void OnBatch(const v1::MetricBatch& m) override;
   void OnFinished(const v1::RunFinished& m) override;
@@ -97,6 +108,7 @@ class Agent : private RunSink {
 
   AgentOptions opts_;
   ProcessLauncher* launcher_;
+  Executor* executor_;
   LogFn log_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> shutting_down_{false};

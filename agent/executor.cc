@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +38,61 @@ std::string JobTagEntry(const ExecutorOptions& o, int64_t run_id, int attempt) {
   return JobTagPrefix(o) + std::to_string(run_id) + "-" + std::to_string(attempt) + "|";
 }
 
-void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink& sink) {
+Result<std::vector<int>> ParseIdList(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(flag + ": \"" + text + "\" " + why +
+                                   "; expected ids like 0,1,2,3 or 0-3");
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(',', i);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(i, end - i);
+    int lo = 0, hi = 0;
+    char dash = 0, rest = 0;
+    const int n = std::sscanf(part.c_str(), "%d%c%d%c", &lo, &dash, &hi, &rest);
+    if (n == 1 && part.find_first_not_of("0123456789") == std::string::npos) {
+      hi = lo;
+    } else if (!(n == 3 && dash == '-' &&
+                 part.find_first_not_of("0123456789-") == std::string::npos)) {
+      return bad("has \"" + part + "\", which is not an id or a range");
+    }
+    if (lo < 0 || hi < lo || hi > 4095) return bad("has the range \"" + part + "\"");
+    for (int x = lo; x <= hi; ++x) {
+      if (std::find(out.begin(), out.end(), x) != out.end())
+        return bad("names " + std::to_string(x) + " twice");
+      out.push_back(x);
+    }
+    i = end + 1;
+    if (end + 1 == text.size()) return bad("ends with a comma");
+  }
+  if (out.empty()) return bad("is empty");
+  return out;
+}
+
+Result<std::vector<std::string>> SplitAmongSlots(const std::string& flag,
+                                                 const std::vector<int>& ids, int slots) {
+  if (slots <= 0) return std::vector<std::string>{};
+  if (ids.size() % static_cast<size_t>(slots) != 0)
+    return Status::InvalidArgument(flag + ": " + std::to_string(ids.size()) +
+                                   " ids cannot be split evenly among " + std::to_string(slots) +
+                                   " slots; give a multiple of --slots (each slot gets the same "
+                                   "share, or its runs would not compare)");
+  const size_t per = ids.size() / static_cast<size_t>(slots);
+  std::vector<std::string> out;
+  for (int s = 0; s < slots; ++s) {
+    std::string g;
+    for (size_t k = 0; k < per; ++k)
+      g += (k ? "," : "") + std::to_string(ids[static_cast<size_t>(s) * per + k]);
+    out.push_back(g);
+  }
+  return out;
+}
+
+void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunControl& ctl,
+                        RunSink& sink) {
+  auto cancelled = [&] { return ctl.cancel.load() || ctl.detach.load(); };
   v1::RunFinished fin;
   fin.set_run_id(a.run_id());
   fin.set_attempt(a.attempt());
@@ -70,11 +126,23 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   if (!extractor.ok()) return finish("launch_failed: " + extractor.status().message(), 127);
 
   ProcessSpec spec;
-  spec.argv.assign(a.argv().begin(), a.argv().end());
+  if (!slot.cpus.empty()) spec.argv = {"taskset", "-c", slot.cpus};  // the slot's CPU set
+  spec.argv.insert(spec.argv.end(), a.argv().begin(), a.argv().end());
   spec.env_overrides.insert(a.env().begin(), a.env().end());
   spec.env_overrides["TUNECTL_RUN_ID"] = std::to_string(a.run_id());
   spec.env_overrides["TUNECTL_ATTEMPT"] = std::to_string(a.attempt());
   spec.env_overrides["TUNECTL_RUN_DIR"] = run_dir;
+  std::string placement;
+  if (slot.index >= 0) {
+    spec.env_overrides["TUNECTL_SLOT"] = std::to_string(slot.index);
+    placement = "slot " + std::to_string(slot.index);
+  }
+  if (!slot.gpus.empty()) {
+    spec.env_overrides["CUDA_VISIBLE_DEVICES"] = slot.gpus;
+    placement += (placement.empty() ? "" : ", ") + std::string("GPUs ") + slot.gpus;
+  }
+  if (!slot.cpus.empty())
+    placement += (placement.empty() ? "" : ", ") + std::string("CPUs ") + slot.cpus;
   const std::string tag = JobTagEntry(opts_, a.run_id(), a.attempt());
   spec.env_overrides["TUNECTL_JOB"] = tag.substr(std::string("TUNECTL_JOB=").size());
   // The whole tree: the process group, and whoever left it (setsid, daemonised) with the tag.
@@ -95,6 +163,9 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
   started.set_run_id(a.run_id());
   started.set_attempt(a.attempt());
   started.set_pid(p.pid());
+  started.set_node(HostName());
+  started.set_slot(slot.index);
+  started.set_placement(placement);
   sink.OnStarted(started);
 
   std::deque<std::string> stderr_tail;
@@ -158,8 +229,8 @@ void Executor::Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink
       p.Signal(SIGTERM);
       kill_at = now + std::chrono::milliseconds(opts_.kill_grace_ms);
     }
-    if (reason.empty() && (cancel.load() || now >= deadline)) {
-      reason = cancel.load() ? "cancelled" : "timeout";
+    if (reason.empty() && (cancelled() || now >= deadline)) {
+      reason = cancelled() ? "cancelled" : "timeout";
       signal_all(p, SIGTERM);
       kill_at = now + std::chrono::milliseconds(opts_.kill_grace_ms);
     }

@@ -1,12 +1,14 @@
-// Executes one assigned run to completion on the calling thread: writes the generated files into
-// the run directory, launches the job as a real process (own process group), reads stdout and
-// stderr line by line, extracts metrics, batches them by count and time, and enforces timeout and
-// cancellation (SIGTERM to the group, SIGKILL after a grace period).
+// Executors: what starts a run, where its output is read from, how it is stopped and what its end
+// means. `Executor` is the interface the agent drives (one call per run, each on its own thread);
+// `LocalExecutor` runs the job as a child process of the agent. Others (Slurm, Kubernetes) live
+// in their own files and share `LineBatcher` for turning output lines into metric batches.
 #pragma once
 
 #include <atomic>
 #include <string>
+#include <vector>
 
+#include "core/status.h"
 #include "sys/process.h"
 #include "tunectl/v1/tunectl.pb.h"
 
@@ -33,6 +35,8 @@ std::string JobTagPrefix(const ExecutorOptions& o);
 class RunSink {
  public:
   virtual ~RunSink() = default;
+  // The cluster accepted the run but it does not run yet (a Slurm job pending), and why.
+  virtual void OnPending(const v1::RunPending& /*m*/) {}
   virtual void OnStarted(const v1::RunStarted& m) = 0;
   virtual void OnBatch(const v1::MetricBatch& m) = 0;
   virtual void OnFinished(const v1::RunFinished& m) = 0;
@@ -40,17 +44,63 @@ class RunSink {
   virtual void OnLeftovers(int64_t /*run_id*/, int /*processes*/) {}
 };
 
+// What the agent gives one run of a local executor: a slot and the devices it owns.
+struct SlotGrant {
+  int index = -1;    // 0-based slot; the job gets TUNECTL_SLOT; -1 = none (cluster executors)
+  std::string gpus;  // "0,1": the job's CUDA_VISIBLE_DEVICES; "" = left as the agent's
+  std::string cpus;  // "0-3": the job is pinned to these CPUs (taskset); "" = not pinned
+};
+
+// Set from other threads while a run executes.
+struct RunControl {
+  std::atomic<bool> cancel{false};  // the server cancelled it (or its timeout): stop the job
+  // The agent is stopping: a job the cluster keeps on its own (a Slurm job) is left running, to
+  // be adopted again by the next agent process; a local job is stopped (it cannot outlive us).
+  std::atomic<bool> detach{false};
+};
+
+// Thread-safe: Run, Resume and Abandon are called concurrently for different runs.
 class Executor {
  public:
-  Executor(ProcessLauncher* launcher, ExecutorOptions opts)
+  virtual ~Executor() = default;
+  virtual const char* Kind() const = 0;  // "local", "slurm", "kubernetes"
+  // Runs `a` to its end and calls sink.OnFinished, unless detached first (then it returns
+  // without OnFinished, the job left to the cluster).
+  virtual void Run(const v1::Assign& a, const SlotGrant& slot, const RunControl& ctl,
+                   RunSink& sink) = 0;
+  // Runs that an earlier process of this agent left with the cluster and that can be watched
+  // again (their Assign as it was received). Local jobs cannot: they die with their agent.
+  virtual std::vector<v1::Assign> Adoptable() { return {}; }
+  // Watches an adopted run to its end as Run would, without starting it again.
+  virtual void Resume(const v1::Assign& a, const RunControl& ctl, RunSink& sink) {
+    (void)a, (void)ctl, (void)sink;
+  }
+  // Stops an adoptable run that the server no longer wants, and forgets it.
+  virtual void Abandon(const v1::Assign& a) { (void)a; }
+};
+
+// A job as a child process of the agent: writes the generated files into the run directory,
+// launches the job (own process group, in its slot: TUNECTL_SLOT, CUDA_VISIBLE_DEVICES, CPU set),
+// reads stdout and stderr line by line, extracts metrics, batches them by count and time, and
+// enforces timeout and cancellation (SIGTERM to the group, SIGKILL after a grace period).
+class LocalExecutor : public Executor {
+ public:
+  LocalExecutor(ProcessLauncher* launcher, ExecutorOptions opts)
       : launcher_(launcher), opts_(std::move(opts)) {}
-  // Returns when the run has finished and OnFinished was called. `cancel` may be set from
-  // another thread at any time.
-  void Run(const v1::Assign& a, const std::atomic<bool>& cancel, RunSink& sink);
+  const char* Kind() const override { return "local"; }
+  void Run(const v1::Assign& a, const SlotGrant& slot, const RunControl& ctl,
+           RunSink& sink) override;
 
  private:
   ProcessLauncher* launcher_;
   ExecutorOptions opts_;
 };
+
+// "0,1,2,3" or "0-3,8" -> the list of ids, in order. InvalidArgument naming `flag` otherwise.
+Result<std::vector<int>> ParseIdList(const std::string& flag, const std::string& text);
+// Splits `ids` into `slots` equal, contiguous groups ("0,1" "2,3"); InvalidArgument when they do
+// not divide evenly (a slot with fewer GPUs than another would not be a fair comparison).
+Result<std::vector<std::string>> SplitAmongSlots(const std::string& flag,
+                                                 const std::vector<int>& ids, int slots);
 
 }  // namespace tunectl

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <tuple>
 
 #include "agent/agent.h"
 #include "sys/signals.h"
@@ -41,6 +42,16 @@ int main(int argc, char** argv) {
                  "the node counts as busy")
       ->capture_default_str()
       ->check(CLI::Range(100, 600000));
+  std::string gpus, cpus;
+  app.add_option("--gpus", gpus,
+                 "GPUs this agent may use, split evenly among its slots (e.g. --gpus 0,1,2,3 "
+                 "--slots 2: slot 0 gets CUDA_VISIBLE_DEVICES=0,1, slot 1 gets 2,3)");
+  app.add_option("--cpus", cpus,
+                 "CPUs this agent may use, split evenly among its slots; each job is pinned to "
+                 "its slot's share (taskset), e.g. --cpus 0-15");
+  app.add_flag("--isolated-slots", opts.isolated_slots,
+               "the slots do not disturb each other, so an experiment's control and variant may "
+               "run here at the same time (default: one of an experiment's runs at a time)");
   std::string spool = "default";
   app.add_option("--spool-dir", spool,
                  "unacked results are kept here until the server acks them, across agent "
@@ -54,6 +65,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     opts.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  for (auto [flag, text, out] : {std::tuple{"--gpus", &gpus, &opts.slot_gpus},
+                                 std::tuple{"--cpus", &cpus, &opts.slot_cpus}}) {
+    if (text->empty()) continue;
+    auto ids = tunectl::ParseIdList(flag, *text);
+    auto split = ids.ok() ? tunectl::SplitAmongSlots(flag, *ids, opts.slots)
+                          : tunectl::Result<std::vector<std::string>>(ids.status());
+    if (!split.ok()) {
+      std::cerr << split.status().message() << "\n";
+      return 2;
+    }
+    *out = *split;
   }
   if (opts.executor.workdir.empty()) opts.executor.workdir = std::filesystem::current_path();
   if (opts.executor.runs_dir.empty()) {
@@ -75,7 +98,8 @@ int main(int argc, char** argv) {
     else
       spdlog::info("{}", m);
   };
-  tunectl::Agent agent(opts, launcher.get(), log);
+  tunectl::LocalExecutor executor(launcher.get(), opts.executor);
+  tunectl::Agent agent(opts, launcher.get(), &executor, log);
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: stopping", sig);
     agent.Stop();

@@ -113,6 +113,7 @@ ojson ExperimentJson(const v1::Experiment& e) {
                {"failed", e.runs_failed()},
                {"active", e.runs_active()}};
   j["agent"] = e.agent();
+  if (!e.placement().empty()) j["placement"] = e.placement();
   ojson ms = ojson::array();
   for (const auto& m : e.metrics()) {
     ojson x;
@@ -242,6 +243,7 @@ std::string ExperimentDetail(const v1::Experiment& e) {
   if (e.runs_active()) out += ", " + std::to_string(e.runs_active()) + " active";
   if (!e.agent().empty()) out += ", on " + e.agent();
   out += "\n";
+  if (!e.placement().empty()) out += "placed: " + e.placement() + "\n";
   if (e.hypothesis_id())
     out += "hypothesis " + std::to_string(e.hypothesis_id()) + ": expected " +
            e.hypothesis_expect() +

@@ -180,6 +180,10 @@ ojson RunJson(const v1::Run& r) {
   j["attempt"] = r.attempt();
   j["state"] = r.state();
   j["agent"] = r.agent();
+  j["node"] = r.node();
+  j["slot"] = r.slot();
+  j["external_id"] = r.external_id();
+  j["placement"] = r.placement();
   j["params"] = MapJson(r.params());
   j["exit_code"] = r.exit_code();
   j["signal"] = r.signal();
@@ -217,7 +221,10 @@ std::string RunOwner(const v1::Run& x) {
 Table RunsTable(const v1::ListRunsResponse& r) {
   Table t{{"id", "for", "#", "attempt", "state", "agent", "samples", "detail"}, {}};
   for (const auto& x : r.runs()) {
-    std::string detail = x.state() == "queued" ? x.wait_reason() : x.reason();
+    std::string detail =
+        x.state() == "queued" || (x.state() == "assigned" && !x.wait_reason().empty())
+            ? x.wait_reason()
+            : x.reason();
     if (detail.empty() && x.state() == "succeeded") detail = x.finished_at();
     t.rows.push_back({std::to_string(x.id()), RunOwner(x), std::to_string(x.index()),
                       std::to_string(x.attempt()), x.state(), x.agent().empty() ? "-" : x.agent(),
@@ -237,7 +244,11 @@ std::string RunDetail(const v1::Run& r) {
   out += "\n";
   if (!r.reason().empty()) out += "reason:  " + r.reason() + "\n";
   if (!r.wait_reason().empty()) out += "waiting: " + r.wait_reason() + "\n";
-  out += "agent:   " + (r.agent().empty() ? std::string("-") : r.agent()) + "\n";
+  out += "agent:   " + (r.agent().empty() ? std::string("-") : r.agent());
+  if (!r.node().empty() && r.node() != r.agent()) out += " on " + r.node();
+  if (!r.external_id().empty()) out += " (job " + r.external_id() + ")";
+  if (!r.placement().empty()) out += ", " + r.placement();
+  out += "\n";
   out += "params:  " + FormatParams(r.params()) + "\n";
   out += "times:   created " + r.created_at() +
          (r.started_at().empty() ? "" : ", started " + r.started_at()) +
@@ -266,21 +277,25 @@ ojson AgentJson(const v1::Agent& a) {
   j["connected"] = a.connected();
   j["busy"] = a.busy();
   j["unhealthy"] = a.unhealthy();
+  j["executor"] = a.executor();
+  j["isolated_slots"] = a.isolated_slots();
   j["last_seen"] = a.last_seen();
   j["version"] = a.version();
   return j;
 }
 
 Table AgentsTable(const v1::ListAgentsResponse& r) {
-  Table t{{"name", "status", "slots", "running", "labels", "last seen", "version"}, {}};
+  Table t{{"name", "status", "executor", "slots", "running", "labels", "last seen", "version"}, {}};
   for (const auto& a : r.agents())
     t.rows.push_back({a.name(),
                       !a.connected()           ? "disconnected"
                       : !a.unhealthy().empty() ? "unhealthy: " + a.unhealthy()
                       : a.busy()               ? "busy (idle probe)"
                                                : "connected",
-                      std::to_string(a.slots()), std::to_string(a.running()),
-                      FormatParams(a.labels()), a.last_seen(), a.version()});
+                      a.executor().empty() ? "local" : a.executor(),
+                      std::to_string(a.slots()) + (a.isolated_slots() ? " isolated" : ""),
+                      std::to_string(a.running()), FormatParams(a.labels()), a.last_seen(),
+                      a.version()});
   return t;
 }
 

@@ -17,6 +17,10 @@ struct ClaimSlot {
   int64_t agent_id = 0;
   LabelMap labels;
   int free = 0;  // slots minus the runs it holds
+  // Its slots do not disturb each other; otherwise it runs one run of an experiment at a time,
+  // so a control and a variant never share the node at once.
+  bool isolated = false;
+  std::set<int64_t> experiments;  // experiments it holds a run of now
 };
 
 // A queued run that could be claimed (its schedule's window, if any, is open long enough).
@@ -44,8 +48,10 @@ struct ClaimPick {
 // selector and that has a free slot, the agent with the most free slots first (ties: the lowest
 // id), so a burst spreads over the nodes. A run pinned to an agent goes only there; the first run
 // of an unpinned experiment pins the experiment's other runs in this plan to the same agent
-// (control and variant on one node). A capped schedule never gets more distinct agents than its
-// cap. Runs that fit nowhere are left out.
+// (control and variant on one node). An agent whose slots are not isolated never gets a run of
+// an experiment it already holds a run of (in `experiments` or earlier in this plan): the pair
+// runs one after the other. A capped schedule never gets more distinct agents than its cap. Runs
+// that fit nowhere are left out.
 std::vector<ClaimPick> PlanClaims(const std::vector<ClaimSlot>& agents,
                                   const std::vector<ClaimCandidate>& candidates,
                                   const std::map<int64_t, ScheduleCap>& caps = {});

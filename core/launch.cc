@@ -30,6 +30,7 @@ LaunchRecord MakeLaunchRecord(const WorkloadSpec& spec, const Launch& launch) {
   r.skip_steps = spec.run.skip_steps;
   r.timeout_ms = spec.run.timeout_ms;
   r.warmup_steps = spec.run.warmup_steps;
+  r.resources = spec.run.resources;
   return r;
 }
 
@@ -59,6 +60,12 @@ std::string LaunchRecordToJson(const LaunchRecord& r) {
   j["timeout_ms"] = r.timeout_ms;
   j["warmup_steps"] = r.warmup_steps;
   if (r.duration_ms > 0) j["duration_ms"] = r.duration_ms;
+  if (!r.resources.empty())
+    j["resources"] = {{"nodes", r.resources.nodes},
+                      {"gpus_per_node", r.resources.gpus_per_node},
+                      {"cpus_per_task", r.resources.cpus_per_task},
+                      {"mem_mb", r.resources.mem_mb},
+                      {"time_ms", r.resources.time_ms}};
   return j.dump();
 }
 
@@ -96,6 +103,15 @@ Result<LaunchRecord> LaunchRecordFromJson(std::string_view text) {
     r.warmup_steps = j.value("warmup_steps", 0);
     field = "duration_ms";
     r.duration_ms = j.value("duration_ms", int64_t{0});
+    field = "resources";
+    if (j.contains("resources")) {
+      const json& res = j.at("resources");
+      r.resources.nodes = res.value("nodes", 0);
+      r.resources.gpus_per_node = res.value("gpus_per_node", 0);
+      r.resources.cpus_per_task = res.value("cpus_per_task", 0);
+      r.resources.mem_mb = res.value("mem_mb", int64_t{0});
+      r.resources.time_ms = res.value("time_ms", int64_t{0});
+    }
     return r;
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("launch.") + field + ": " + e.what());

@@ -33,6 +33,7 @@ struct LaunchRecord {
   int64_t timeout_ms = 0;
   int warmup_steps = 0;
   int64_t duration_ms = 0;  // stability run: stopped at this age and counted as succeeded
+  Resources resources;      // run.resources when the run was queued
 
   // The agent's extraction rules: every metric, then one "skip:<tag>" rule per skip pattern.
   std::vector<MetricRule> Rules() const;

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -440,9 +441,11 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     const YAML::Node r = root["run"];
     if (!r.IsMap())
       return c.Fail("run",
-                    "expected a mapping {repeats, warmup_steps, timeout, selector, skip_steps}");
-    if (auto s =
-            c.CheckKeys(r, "run", {"repeats", "warmup_steps", "timeout", "selector", "skip_steps"});
+                    "expected a mapping {repeats, warmup_steps, timeout, selector, skip_steps, "
+                    "resources}");
+    if (auto s = c.CheckKeys(
+            r, "run",
+            {"repeats", "warmup_steps", "timeout", "selector", "skip_steps", "resources"});
         !s.ok())
       return s;
     if (r["repeats"]) {
@@ -480,6 +483,40 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
           return c.Fail(path, "invalid RE2 regex " + Quote(pattern) + ": " + re.error());
       }
       w.run.skip_steps = *skip;
+    }
+    if (const YAML::Node res = r["resources"]; res && !res.IsNull()) {
+      const std::vector<std::string> keys = {"nodes", "gpus_per_node", "cpus_per_task", "mem",
+                                             "time"};
+      if (!res.IsMap()) return c.Fail("run.resources", "expected a mapping {" + Join(keys) + "}");
+      if (auto s = c.CheckKeys(res, "run.resources", keys); !s.ok()) return s;
+      Resources& out = w.run.resources;
+      struct IntKey {
+        const char* key;
+        int* field;
+        int64_t lo, hi;
+      };
+      for (const IntKey& k : {IntKey{"nodes", &out.nodes, 1, 4096},
+                              IntKey{"gpus_per_node", &out.gpus_per_node, 0, 64},
+                              IntKey{"cpus_per_task", &out.cpus_per_task, 1, 4096}}) {
+        if (!res[k.key]) continue;
+        auto v = c.Int(res[k.key], std::string("run.resources.") + k.key, k.lo, k.hi);
+        if (!v.ok()) return v.status();
+        *k.field = static_cast<int>(*v);
+      }
+      if (res["mem"]) {
+        auto t = c.Scalar(res["mem"], "run.resources.mem");
+        if (!t.ok()) return t.status();
+        auto mb = ParseMemoryMb(*t);
+        if (!mb.ok()) return c.Fail("run.resources.mem", mb.status().message());
+        out.mem_mb = *mb;
+      }
+      if (res["time"]) {
+        auto t = c.Scalar(res["time"], "run.resources.time");
+        if (!t.ok()) return t.status();
+        auto ms = ParseDurationMs(*t);
+        if (!ms.ok()) return c.Fail("run.resources.time", ms.status().message());
+        out.time_ms = *ms;
+      }
     }
   }
   if (auto s = CheckPlaceholders(w); !s.ok()) return s;
@@ -667,6 +704,16 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
   run["timeout"] = std::to_string(w.run.timeout_ms) + "ms";
   run["selector"] = w.run.selector;
   if (!w.run.skip_steps.empty()) run["skip_steps"] = w.run.skip_steps;
+  if (!w.run.resources.empty()) {
+    const Resources& r = w.run.resources;
+    ordered_json res;
+    if (r.nodes) res["nodes"] = r.nodes;
+    if (r.gpus_per_node) res["gpus_per_node"] = r.gpus_per_node;
+    if (r.cpus_per_task) res["cpus_per_task"] = r.cpus_per_task;
+    if (r.mem_mb) res["mem"] = std::to_string(r.mem_mb) + "M";
+    if (r.time_ms) res["time"] = std::to_string(r.time_ms) + "ms";
+    run["resources"] = res;
+  }
   j["run"] = run;
   return j.dump();
 }
@@ -729,6 +776,28 @@ ParamValues DefaultParamValues(const WorkloadSpec& spec) {
   ParamValues v;
   for (const auto& p : spec.params) v[p.name] = p.default_value;
   return v;
+}
+
+Result<int64_t> ParseMemoryMb(std::string_view text) {
+  static const RE2 re("([0-9]{1,12})\\s*([KkMmGgTt]?)(i?[Bb]?)");
+  std::string digits, unit, suffix;
+  if (!RE2::FullMatch(text, re, &digits, &unit, &suffix))
+    return Status::InvalidArgument("memory " + Quote(std::string(text)) +
+                                   " is not a size: use a number with K, M, G or T (e.g. 64G, "
+                                   "512M, 64Gi); a bare number is MiB");
+  const int64_t n = std::stoll(digits);
+  const char u = unit.empty() ? 'M' : static_cast<char>(std::toupper(unit[0]));
+  int64_t mb = 0;
+  switch (u) {
+    case 'K': mb = (n + 1023) / 1024; break;
+    case 'M': mb = n; break;
+    case 'G': mb = n * 1024; break;
+    case 'T': mb = n * 1024 * 1024; break;
+  }
+  if (mb <= 0 || mb > (int64_t{1} << 40))
+    return Status::InvalidArgument("memory " + Quote(std::string(text)) +
+                                   " must be between 1M and 1048576T");
+  return mb;
 }
 
 Result<int64_t> ParseDurationMs(std::string_view text) {

@@ -44,6 +44,24 @@ struct MetricSpec {
   std::string description;
 };
 
+// What one run asks of a cluster (run.resources): rendered as sbatch options by the Slurm executor
+// and as a Kubernetes Job's requests/limits; the local executor runs on the slot it is given. 0 =
+// not asked for (the cluster's default).
+struct Resources {
+  int nodes = 0;          // --nodes; a Job's parallelism
+  int gpus_per_node = 0;  // --gres=gpu:N; nvidia.com/gpu
+  int cpus_per_task = 0;  // --cpus-per-task; cpu
+  int64_t mem_mb = 0;     // --mem=<N>M; memory <N>Mi (written "64G", "512M", "1T", "64Gi")
+  int64_t time_ms = 0;    // --time (rounded up to a minute); 0 = run.timeout
+  bool empty() const {
+    return nodes == 0 && gpus_per_node == 0 && cpus_per_task == 0 && mem_mb == 0 && time_ms == 0;
+  }
+  bool operator==(const Resources&) const = default;
+};
+
+// "64G" / "64GB" / "64Gi" / "512M" / "1T" / "1024" (MiB) -> MiB. InvalidArgument otherwise.
+Result<int64_t> ParseMemoryMb(std::string_view text);
+
 struct RunPolicy {
   int repeats = 5;
   int warmup_steps = 0;                         // samples with step <= this are warm-up
@@ -53,6 +71,7 @@ struct RunPolicy {
   // save, an evaluation): that step's samples are left out of every metric's analysis. The step
   // is group "step" (else group 1); a pattern without a group marks the next step reported.
   std::map<std::string, std::string> skip_steps;
+  Resources resources;
 };
 
 struct WorkloadSpec {

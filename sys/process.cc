@@ -18,6 +18,12 @@
 extern char** environ;
 
 namespace tunectl {
+
+std::string HostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
 namespace {
 
 constexpr size_t kMaxLine = 1 << 20;

@@ -17,6 +17,9 @@
 
 namespace tunectl {
 
+// This machine's host name (gethostname).
+std::string HostName();
+
 struct ProcessSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env_overrides;  // added to (or replacing in) the parent's env

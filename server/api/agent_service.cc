@@ -242,10 +242,23 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       case v1::AgentMessage::kHeartbeat:  // taken in OnReadDone; here only before the Welcome
         Beat(in.heartbeat().busy(), SanitizeUtf8(in.heartbeat().unhealthy(), kMaxUnhealthyBytes));
         return true;
-      case v1::AgentMessage::kRunStarted:
-        st = sh_->store->MarkRunStarted(in.run_started().run_id(), in.run_started().attempt(),
-                                        agent_id);
+      case v1::AgentMessage::kRunStarted: {
+        const auto& m = in.run_started();
+        RunStartInfo info;
+        info.node = SanitizeUtf8(m.node(), kMaxAgentNameBytes);
+        info.slot = m.slot() < 0 ? -1 : m.slot();
+        info.external_id = SanitizeUtf8(m.external_id(), kMaxAgentNameBytes);
+        info.placement = SanitizeUtf8(m.placement(), kMaxUnhealthyBytes);
+        st = sh_->store->MarkRunStarted(m.run_id(), m.attempt(), agent_id, info);
         break;
+      }
+      case v1::AgentMessage::kRunPending: {
+        const auto& m = in.run_pending();
+        st = sh_->store->MarkRunPending(m.run_id(), m.attempt(), agent_id,
+                                        SanitizeUtf8(m.external_id(), kMaxAgentNameBytes),
+                                        SanitizeUtf8(m.reason(), kMaxUnhealthyBytes));
+        break;
+      }
       case v1::AgentMessage::kMetricBatch: {
         const auto& b = in.metric_batch();
         auto stored =
@@ -333,6 +346,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
     AgentNodeState node;
     node.busy = h.busy();
     node.unhealthy = SanitizeUtf8(h.unhealthy(), kMaxUnhealthyBytes);
+    node.isolated_slots = h.isolated_slots();
+    node.executor = SanitizeUtf8(h.executor(), kMaxAgentNameBytes);
     auto id =
         sh_->store->RegisterAgent(h.name(), hello_labels, h.slots(), h.version(), sid, claim, node);
     if (!id.ok()) {

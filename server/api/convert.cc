@@ -69,6 +69,10 @@ void ToProto(const RunRow& r, v1::Run* out) {
   out->set_experiment_id(r.experiment_id);
   out->set_arm(r.arm);
   out->set_purpose(r.purpose);
+  out->set_node(r.node);
+  out->set_slot(r.slot);
+  out->set_external_id(r.external_id);
+  out->set_placement(r.placement);
   out->set_attempt(r.attempt);
   out->set_state(r.state);
   out->set_agent(r.agent);
@@ -107,6 +111,8 @@ void ToProto(const AgentRow& a, v1::Agent* out) {
   out->set_version(a.version);
   out->set_busy(a.busy);
   out->set_unhealthy(a.unhealthy);
+  out->set_isolated_slots(a.isolated_slots);
+  out->set_executor(a.executor);
 }
 
 void ToProto(const LaunchPlan& p, v1::Assign* out) {
@@ -128,6 +134,16 @@ void ToProto(const LaunchPlan& p, v1::Assign* out) {
   }
   out->set_timeout_ms(p.timeout_ms);
   out->set_duration_ms(p.duration_ms);
+  if (!p.resources.empty()) {
+    auto* r = out->mutable_resources();
+    r->set_nodes(p.resources.nodes);
+    r->set_gpus_per_node(p.resources.gpus_per_node);
+    r->set_cpus_per_task(p.resources.cpus_per_task);
+    r->set_mem_mb(p.resources.mem_mb);
+    r->set_time_ms(p.resources.time_ms);
+  }
+  out->set_experiment_id(p.experiment_id);
+  out->set_arm(p.arm);
 }
 
 void ToProto(const Change& c, v1::Change* out) {
@@ -156,6 +172,7 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_spec_revision(e.spec_revision);
   out->set_batch_id(e.batch_id);
   if (e.verdict) out->set_verdict_json(VerdictToJson(*e.verdict));
+  out->set_placement(e.placement);
   if (e.verdict && !e.verdict->correction.empty()) {
     out->set_correction(e.verdict->correction);
     out->set_unadjusted_decision(e.verdict->unadjusted_decision);

@@ -19,7 +19,12 @@ std::string Actor(grpc::ServerContext* ctx) {
 // connection state.
 Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<RunRow*> runs) {
   bool any_queued = false;
-  for (auto* r : runs) any_queued |= r->state == "queued";
+  for (auto* r : runs) {
+    any_queued |= r->state == "queued";
+    if (r->state == "assigned" && !r->pending_reason.empty())
+      r->wait_reason =
+          "pending in " + r->executor + " (" + r->external_id + "): " + r->pending_reason;
+  }
   if (!any_queued) return Status::Ok();
   auto agents = store.ListAgents();
   if (!agents.ok()) return agents.status();

@@ -44,16 +44,21 @@ Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& la
     }
     auto r = w.exec_params1(
         "INSERT INTO agents(name, labels, slots, version, connected, session, last_seen, instance, "
-        "host, busy, unhealthy) VALUES ($1, $2::jsonb, $3, $4, true, $5, tunectl_now(), $6, $7, "
-        "$8, $9) ON CONFLICT (name) DO UPDATE SET labels = EXCLUDED.labels, slots = "
-        "EXCLUDED.slots, version = EXCLUDED.version, connected = true, session = "
-        "EXCLUDED.session, last_seen = tunectl_now(), instance = EXCLUDED.instance, host = "
-        "EXCLUDED.host, busy = EXCLUDED.busy, unhealthy = EXCLUDED.unhealthy RETURNING id",
+        "host, busy, unhealthy, isolated_slots, executor) VALUES ($1, $2::jsonb, $3, $4, true, "
+        "$5, tunectl_now(), $6, $7, $8, $9, $10, $11) ON CONFLICT (name) DO UPDATE SET labels = "
+        "EXCLUDED.labels, slots = EXCLUDED.slots, version = EXCLUDED.version, connected = true, "
+        "session = EXCLUDED.session, last_seen = tunectl_now(), instance = EXCLUDED.instance, "
+        "host = EXCLUDED.host, busy = EXCLUDED.busy, unhealthy = EXCLUDED.unhealthy, "
+        "isolated_slots = EXCLUDED.isolated_slots, executor = EXCLUDED.executor RETURNING id",
         name, MapToJson(labels), slots, version, session, claim.instance, claim.host, node.busy,
-        node.unhealthy);
+        node.unhealthy, node.isolated_slots, node.executor.empty() ? "local" : node.executor);
     const int64_t id = r[0].as<int64_t>();
     Audit(w, "agent:" + name, "agent.connected", "agent", id,
-          {{"labels", labels}, {"slots", slots}, {"version", version}});
+          {{"labels", labels},
+           {"slots", slots},
+           {"version", version},
+           {"isolated_slots", node.isolated_slots},
+           {"executor", node.executor.empty() ? "local" : node.executor}});
     return id;
   });
 }
@@ -97,12 +102,12 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
   return InTx<std::vector<AgentRow>>(
       pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<AgentRow>> {
         std::vector<AgentRow> out;
-        auto r = w.exec(Sql(
-            "SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
-            "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
-            "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
-            "{held}) AS running, a.busy AS busy, a.unhealthy AS unhealthy FROM agents a ORDER BY "
-            "a.name"));
+        auto r = w.exec(
+            Sql("SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
+                "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
+                "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
+                "{held}) AS running, a.busy AS busy, a.unhealthy AS unhealthy, a.isolated_slots AS "
+                "isolated_slots, a.executor AS executor FROM agents a ORDER BY a.name"));
         for (const auto& row : r) {
           AgentRow a;
           a.id = row["id"].as<int64_t>();
@@ -115,6 +120,8 @@ Result<std::vector<AgentRow>> Store::ListAgents() {
           a.running = row["running"].as<int>();
           a.busy = row["busy"].as<bool>();
           a.unhealthy = row["unhealthy"].as<std::string>();
+          a.isolated_slots = row["isolated_slots"].as<bool>();
+          a.executor = row["executor"].as<std::string>();
           out.push_back(a);
         }
         return out;
@@ -176,17 +183,33 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
       if (a.slots > 0) ids.push_back(a.agent_id);
     if (ids.empty()) return out;
     std::map<int64_t, int> held;
-    for (const auto& r : w.exec_params(Sql("SELECT agent_id, count(*) AS n FROM runs WHERE "
-                                           "agent_id = ANY($1::bigint[]) AND state IN {held} "
-                                           "GROUP BY agent_id"),
-                                       PgArray(ids)))
-      held[r["agent_id"].as<int64_t>()] = r["n"].as<int>();
+    std::map<int64_t, std::set<int64_t>> held_experiments;
+    for (const auto& r : w.exec_params(
+             Sql("SELECT agent_id, count(*) AS n, COALESCE(string_agg(DISTINCT "
+                 "experiment_id::text, ','), '') AS experiments FROM runs WHERE agent_id = "
+                 "ANY($1::bigint[]) AND state IN {held} GROUP BY agent_id"),
+             PgArray(ids))) {
+      const int64_t agent = r["agent_id"].as<int64_t>();
+      held[agent] = r["n"].as<int>();
+      const std::string exps = r["experiments"].as<std::string>();
+      for (size_t i = 0; i < exps.size();) {
+        size_t end = exps.find(',', i);
+        if (end == std::string::npos) end = exps.size();
+        held_experiments[agent].insert(std::stoll(exps.substr(i, end - i)));
+        i = end + 1;
+      }
+    }
+    std::set<int64_t> isolated;
+    for (const auto& r : w.exec_params(
+             "SELECT id FROM agents WHERE id = ANY($1::bigint[]) AND isolated_slots", PgArray(ids)))
+      isolated.insert(r[0].as<int64_t>());
     std::vector<ClaimSlot> slots;
     std::map<int64_t, const ClaimRequest*> by_id;
     for (const auto& a : agents) {
       const int free = a.slots - held[a.agent_id];
       if (free <= 0 || by_id.count(a.agent_id)) continue;
-      slots.push_back({a.agent_id, a.labels, free});
+      slots.push_back({a.agent_id, a.labels, free, isolated.count(a.agent_id) > 0,
+                       held_experiments[a.agent_id]});
       by_id[a.agent_id] = &a;
     }
     if (slots.empty()) return out;
@@ -294,12 +317,12 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
         "assigned_at = tunectl_now(), reason = '' FROM p, agents a WHERE runs.id = p.run_id AND "
         "runs.state = 'queued' AND a.id = p.agent_id AND (p.session = '' OR (a.connected AND "
         "a.session = p.session)) RETURNING runs.id, runs.attempt, runs.agent_id, runs.launch, "
-        "runs.workload_id, runs.experiment_id), au AS (INSERT INTO audit_events(actor, kind, "
-        "entity, entity_id, detail) SELECT 'server', 'run.assigned', 'run', u.id, "
-        "jsonb_build_object('agent_id', u.agent_id, 'attempt', u.attempt) FROM u) SELECT u.id AS "
-        "id, u.attempt AS attempt, u.agent_id AS agent_id, u.launch::text AS launch, "
-        "u.experiment_id AS experiment_id, wl.name AS workload FROM u JOIN workloads wl ON wl.id "
-        "= u.workload_id ORDER BY u.id");
+        "runs.workload_id, runs.experiment_id, runs.arm), au AS (INSERT INTO "
+        "audit_events(actor, kind, entity, entity_id, detail) SELECT 'server', 'run.assigned', "
+        "'run', u.id, jsonb_build_object('agent_id', u.agent_id, 'attempt', u.attempt) FROM u) "
+        "SELECT u.id AS id, u.attempt AS attempt, u.agent_id AS agent_id, u.launch::text AS "
+        "launch, u.experiment_id AS experiment_id, COALESCE(u.arm, '') AS arm, wl.name AS "
+        "workload FROM u JOIN workloads wl ON wl.id = u.workload_id ORDER BY u.id");
     std::map<int64_t, int64_t> first_agent;  // experiment -> the agent of its first claimed run
     for (const auto& row :
          w.exec_prepared("tunectl_claim", PgArray(runs), PgArray(owners), PgArray(sessions))) {
@@ -316,9 +339,13 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
       p.metrics = rec->Rules();
       p.timeout_ms = rec->timeout_ms;
       p.duration_ms = rec->duration_ms;
+      p.resources = rec->resources;
+      p.arm = row["arm"].as<std::string>();
       const int64_t agent = row["agent_id"].as<int64_t>();
-      if (!row["experiment_id"].is_null())
-        first_agent.emplace(row["experiment_id"].as<int64_t>(), agent);
+      if (!row["experiment_id"].is_null()) {
+        p.experiment_id = row["experiment_id"].as<int64_t>();
+        first_agent.emplace(p.experiment_id, agent);
+      }
       out[agent].push_back(std::move(p));
     }
     // Keep an experiment's control and variant runs on one agent where possible (same node,
@@ -372,14 +399,34 @@ Result<int> Store::ReleaseClaims(int64_t agent_id, const std::vector<RunRef>& ru
   });
 }
 
-Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id) {
+Status Store::MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id,
+                             const RunStartInfo& info) {
   return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
     auto r = w.exec_params(
-        "UPDATE runs SET state = 'running', started_at = tunectl_now() WHERE id = $1 AND attempt = "
-        "$2 "
-        "AND agent_id = $3 AND state = 'assigned' RETURNING id",
-        run_id, attempt, agent_id);
-    if (!r.empty()) Audit(w, "server", "run.started", "run", run_id, {{"attempt", attempt}});
+        "UPDATE runs SET state = 'running', started_at = tunectl_now(), node = $4, slot = $5, "
+        "external_id = CASE WHEN $6 = '' THEN external_id ELSE $6 END, placement = $7, "
+        "pending_reason = '' WHERE id = $1 AND attempt = $2 AND agent_id = $3 AND state = "
+        "'assigned' RETURNING id",
+        run_id, attempt, agent_id, info.node, info.slot, info.external_id, info.placement);
+    if (!r.empty()) {
+      json detail = {{"attempt", attempt}};
+      if (!info.node.empty()) detail["node"] = info.node;
+      if (info.slot >= 0) detail["slot"] = info.slot;
+      if (!info.external_id.empty()) detail["external_id"] = info.external_id;
+      if (!info.placement.empty()) detail["placement"] = info.placement;
+      Audit(w, "server", "run.started", "run", run_id, detail);
+    }
+    return true;
+  }));
+}
+
+Status Store::MarkRunPending(int64_t run_id, int attempt, int64_t agent_id,
+                             const std::string& external_id, const std::string& reason) {
+  return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+    w.exec_params0(
+        "UPDATE runs SET external_id = $4, pending_reason = $5 WHERE id = $1 AND attempt = $2 AND "
+        "agent_id = $3 AND state = 'assigned'",
+        run_id, attempt, agent_id, external_id, reason);
     return true;
   }));
 }

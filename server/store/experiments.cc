@@ -4,6 +4,7 @@
 
 #include "core/decisions.h"
 #include "core/launch.h"
+#include "core/placement.h"
 #include "core/sequential.h"
 #include "core/template.h"
 #include "core/tuning_log.h"
@@ -468,7 +469,33 @@ Result<int64_t> Store::CreateExperiment(const ExperimentIn& in, const std::strin
 }
 
 Result<ExperimentRow> Store::GetExperiment(int64_t id) {
-  return InTx<ExperimentRow>(pool_, clock_, [&](pqxx::work& w) { return LoadExperiment(w, id); });
+  return InTx<ExperimentRow>(pool_, clock_, [&](pqxx::work& w) -> Result<ExperimentRow> {
+    auto e = LoadExperiment(w, id);
+    if (!e.ok()) return e;
+    std::vector<PlacedRun> runs;
+    std::map<std::string, PlacementAgent> agents;
+    for (const auto& r : w.exec_params(
+             "SELECT COALESCE(r.arm, '') AS arm, COALESCE(a.name, '') AS agent, r.node AS node, "
+             "r.slot AS slot, COALESCE((EXTRACT(EPOCH FROM r.started_at) * 1000)::bigint, 0) AS "
+             "started, COALESCE((EXTRACT(EPOCH FROM r.finished_at) * 1000)::bigint, 0) AS "
+             "finished, COALESCE(a.isolated_slots, false) AS isolated, COALESCE(a.executor, "
+             "'local') AS executor FROM runs r LEFT JOIN agents a ON a.id = r.agent_id WHERE "
+             "r.experiment_id = $1 ORDER BY r.id",
+             id)) {
+      PlacedRun p;
+      p.arm = r["arm"].as<std::string>();
+      p.agent = r["agent"].as<std::string>();
+      p.node = r["node"].as<std::string>();
+      p.slot = r["slot"].as<int>();
+      p.started_ms = r["started"].as<int64_t>();
+      p.finished_ms = r["finished"].as<int64_t>();
+      agents[p.agent] = {r["isolated"].as<bool>(), r["executor"].as<std::string>()};
+      runs.push_back(std::move(p));
+    }
+    auto now = w.exec("SELECT (EXTRACT(EPOCH FROM tunectl_now()) * 1000)::bigint");
+    e->placement = DescribePlacement(runs, agents, now[0][0].as<int64_t>()).summary;
+    return e;
+  });
 }
 
 Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page) {

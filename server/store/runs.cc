@@ -168,8 +168,10 @@ const char* const kRunSelect =
     "started_at, COALESCE(tunectl_ts(r.finished_at), '') AS finished_at, "
     "COALESCE(r.experiment_id, 0) AS experiment_id, COALESCE(r.arm, '') AS arm, "
     "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE((SELECT b.purpose FROM baselines b "
-    "WHERE b.id = r.baseline_id), '') AS purpose FROM runs r JOIN workloads w ON w.id = "
-    "r.workload_id LEFT JOIN agents a ON a.id = r.agent_id ";
+    "WHERE b.id = r.baseline_id), '') AS purpose, r.node AS node, r.slot AS slot, r.external_id "
+    "AS external_id, r.placement AS placement, r.pending_reason AS pending_reason, "
+    "COALESCE(a.executor, '') AS executor FROM runs r JOIN workloads w ON w.id = r.workload_id "
+    "LEFT JOIN agents a ON a.id = r.agent_id ";
 
 RunRow RunFromRow(const pqxx::row& r) {
   RunRow x;
@@ -194,6 +196,12 @@ RunRow RunFromRow(const pqxx::row& r) {
   x.arm = r["arm"].as<std::string>();
   x.schedule_id = r["schedule_id"].as<int64_t>();
   x.purpose = r["purpose"].as<std::string>();
+  x.node = r["node"].as<std::string>();
+  x.slot = r["slot"].as<int>();
+  x.external_id = r["external_id"].as<std::string>();
+  x.placement = r["placement"].as<std::string>();
+  x.pending_reason = r["pending_reason"].as<std::string>();
+  x.executor = r["executor"].as<std::string>();
   return x;
 }
 

@@ -100,6 +100,12 @@ struct RunRow {
   LabelMap selector;
   std::optional<int> exit_code, signal;
   std::string reason, stderr_tail, wait_reason;
+  // Where it ran, as its agent reported: the node, the agent's slot (-1 = none), the cluster's
+  // id (Slurm job id, Kubernetes Job), how it was placed, and why the cluster keeps it pending.
+  std::string node;
+  int slot = -1;
+  std::string external_id, placement, pending_reason;
+  std::string executor;  // of its agent: local | slurm | kubernetes ("" = not assigned)
   int64_t samples = 0;
   std::vector<RunMetricRow> metrics;
   std::string created_at, started_at, finished_at;
@@ -116,6 +122,8 @@ struct AgentRow {
   std::string unhealthy;  // why the node cannot run jobs now; "" = healthy
   std::string version;
   std::string last_seen;
+  bool isolated_slots = false;
+  std::string executor = "local";
 };
 
 // What an agent needs to execute a claimed run.
@@ -129,6 +137,16 @@ struct LaunchPlan {
   std::vector<MetricRule> metrics;
   int64_t timeout_ms = 0;
   int64_t duration_ms = 0;  // stability run: stopped at this age and counted as succeeded
+  Resources resources;
+  int64_t experiment_id = 0;  // 0 = a baseline's run
+  std::string arm;            // control | variant
+};
+
+// Where a run started, as its agent says (RunStarted).
+struct RunStartInfo {
+  std::string node;
+  int slot = -1;  // -1 = none (cluster executors)
+  std::string external_id, placement;
 };
 
 struct RunRef {
@@ -213,6 +231,7 @@ struct ExperimentRow {
   int runs_total = 0, runs_done = 0, runs_failed = 0, runs_active = 0;
   int frozen_version = 0;
   std::string frozen_by, freeze_reason, actor, created_at, decided_at, frozen_at, agent;
+  std::string placement;  // how its runs were placed (core DescribePlacement); GetExperiment only
 };
 
 struct ExperimentIn {
@@ -354,6 +373,8 @@ struct AgentNameClaim {
 struct AgentNodeState {
   bool busy = false;      // its idle probe fails: production work on the node
   std::string unhealthy;  // empty = it can run jobs; otherwise why not
+  bool isolated_slots = false;
+  std::string executor = "local";
 };
 
 class Store {
@@ -424,7 +445,12 @@ class Store {
   // Runs claimed for an agent whose stream ended before they reached it: queued again as the
   // same attempt (it never started). Returns how many.
   Result<int> ReleaseClaims(int64_t agent_id, const std::vector<RunRef>& runs);
-  Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id);
+  Status MarkRunStarted(int64_t run_id, int attempt, int64_t agent_id,
+                        const RunStartInfo& info = RunStartInfo());
+  // The agent's executor accepted the run but the cluster keeps it pending (`reason` in the
+  // cluster's words). Only for an assigned run of that agent; anything else is ignored.
+  Status MarkRunPending(int64_t run_id, int attempt, int64_t agent_id,
+                        const std::string& external_id, const std::string& reason);
   // Stores a batch once: returns false when (run, attempt, seq) was already stored. With
   // `reporter` (an agent session's agent id), only a batch for the run's current attempt, assigned
   // to that agent and still assigned or running, is stored; any other is FailedPrecondition and

@@ -7,6 +7,12 @@
 namespace tunectl {
 namespace {
 
+AgentNodeState IsolatedSlots() {
+  AgentNodeState n;
+  n.isolated_slots = true;
+  return n;
+}
+
 using ::testing::HasSubstr;
 
 struct Measurement {
@@ -31,7 +37,8 @@ metrics:
 run: {repeats: 2}
 )");
   EXPECT_TRUE(st.ApplyWorkload(*spec, "t", "user:t").ok());
-  s.agent = *st.RegisterAgent("n1", {}, 100, "t", "s1");
+  // Isolated slots: an experiment's runs may all be claimed at once, as these tests drive them.
+  s.agent = *st.RegisterAgent("n1", {}, 100, "t", "s1", {}, IsolatedSlots());
   auto b = st.CreateBaseline("demo", 2, "user:t");
   auto claimed = st.ClaimRuns(s.agent, {}, 10);
   EXPECT_TRUE(claimed.ok());

@@ -9,6 +9,12 @@
 namespace tunectl {
 namespace {
 
+AgentNodeState IsolatedSlots() {
+  AgentNodeState n;
+  n.isolated_slots = true;
+  return n;
+}
+
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
@@ -70,7 +76,8 @@ Loop MeasuredBaseline(std::unique_ptr<TestDb> db) {
   l.db = std::move(db);
   Store& st = l.db->store();
   EXPECT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
-  l.agent = *st.RegisterAgent("n1", {}, 100, "t", "s1");
+  // Isolated slots: an experiment's runs may all be claimed at once, as these tests drive them.
+  l.agent = *st.RegisterAgent("n1", {}, 100, "t", "s1", {}, IsolatedSlots());
   l.baseline = *st.CreateBaseline("demo", 3, "user:t");
   RunAll(st, l.agent, 100, 100);
   EXPECT_EQ(st.GetBaseline(l.baseline)->state, "completed");
@@ -82,6 +89,27 @@ std::string Counts(TestDb& db) {
       "SELECT (SELECT count(*) FROM experiments) || '/' || (SELECT count(*) FROM runs) || '/' || "
       "(SELECT count(*) FROM hypotheses) || '/' || (SELECT count(*) FROM audit_events) || '/' || "
       "(SELECT count(*) FROM config_versions)");
+}
+
+TEST(Experiments, ANodeWithoutIsolatedSlotsRunsOneOfItsRunsAtATime) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  const int64_t plain = *st.RegisterAgent("n2", {}, 4, "t", "s2");  // slots not isolated
+  ASSERT_TRUE(st.DisconnectAgent(l.agent, "s1", false).ok());
+  auto e = st.CreateExperiment({"", 0, {"nw=8"}, 0, 2}, "user:t");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  auto plans = st.ClaimRunsFor({{plain, "s2", {}, 4}});
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  ASSERT_EQ((*plans)[plain].size(), 1u);  // four free slots, one run of the experiment
+  EXPECT_EQ((*plans)[plain][0].experiment_id, *e);
+  EXPECT_EQ((*plans)[plain][0].arm, "control");
+  EXPECT_EQ(st.ClaimRunsFor({{plain, "s2", {}, 4}})->size(), 0u);  // the variant waits
+  // The same node, reconnected with isolated slots, takes the rest side by side.
+  ASSERT_TRUE(st.RegisterAgent("n2", {}, 4, "t", "s3", {}, IsolatedSlots()).ok());
+  plans = st.ClaimRunsFor({{plain, "s3", {}, 4}});
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  EXPECT_EQ((*plans)[plain].size(), 3u);
 }
 
 TEST(Experiments, RefusedInputsLeaveTheDatabaseUnchanged) {

@@ -53,12 +53,32 @@ TEST(PlanClaims, APinnedRunGoesOnlyToItsAgentAndWaitsWhenItIsFull) {
 
 TEST(PlanClaims, AnExperimentsRunsInOnePlanStayOnTheAgentOfItsFirst) {
   std::vector<ClaimSlot> agents;
-  for (int64_t a = 1; a <= 8; ++a) agents.push_back({a, kCpu, a == 5 ? 4 : 1});
+  for (int64_t a = 1; a <= 8; ++a) agents.push_back({a, kCpu, a == 5 ? 4 : 1, /*isolated*/ true});
   std::vector<ClaimCandidate> runs;
   for (int64_t r = 1; r <= 6; ++r) runs.push_back({r, kCpu, /*experiment*/ 42});
   auto picks = PlanClaims(agents, runs);
   ASSERT_EQ(picks.size(), 4u);  // agent 5's four slots; the other two runs wait for it
   for (const auto& p : picks) EXPECT_EQ(p.agent_id, 5);
+}
+
+TEST(PlanClaims, ANodeWithoutIsolatedSlotsRunsOneRunOfAnExperimentAtATime) {
+  // Agent 1 (two slots, not isolated) already runs a run of experiment 42: the next one waits,
+  // while a baseline run and another experiment's run may use the free slot.
+  std::vector<ClaimSlot> agents{{1, kCpu, 1, false, {42}}};
+  auto picks = ByRun(PlanClaims(agents, {{10, kCpu, 42, 1}, {11, kCpu, 0}}));
+  EXPECT_EQ(picks, (std::map<int64_t, int64_t>{{11, 1}}));
+  // Two free slots and an experiment's control and variant queued: only one of them starts.
+  picks = ByRun(PlanClaims({{1, kCpu, 2}}, {{20, kCpu, 43}, {21, kCpu, 43}}));
+  EXPECT_EQ(picks, (std::map<int64_t, int64_t>{{20, 1}}));
+  // With isolated slots both start side by side.
+  picks = ByRun(PlanClaims({{1, kCpu, 2, true}}, {{20, kCpu, 43}, {21, kCpu, 43}}));
+  EXPECT_EQ(picks, (std::map<int64_t, int64_t>{{20, 1}, {21, 1}}));
+}
+
+TEST(PlanClaims, AnUnpinnedExperimentRunAvoidsANodeBusyWithItsOtherArm) {
+  // Agent 1 has the most free slots but already runs experiment 42 (not isolated): agent 2 gets it.
+  auto picks = ByRun(PlanClaims({{1, kCpu, 3, false, {42}}, {2, kCpu, 1}}, {{10, kCpu, 42}}));
+  EXPECT_EQ(picks, (std::map<int64_t, int64_t>{{10, 2}}));
 }
 
 TEST(PlanClaims, ACappedScheduleNeverRunsOnMoreAgentsThanItsCap) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/text.h"
+#include "sys/files.h"
 
 namespace tunectl {
 namespace {
@@ -41,9 +42,9 @@ std::string TempDir() {
 
 class ExecutorTest : public ::testing::Test {
  protected:
-  void Run(const v1::Assign& a) {
-    Executor ex(launcher.get(), opts);
-    ex.Run(a, cancel, sink);
+  void Run(const v1::Assign& a, const SlotGrant& slot = SlotGrant()) {
+    LocalExecutor ex(launcher.get(), opts);
+    ex.Run(a, slot, ctl, sink);
   }
   std::unique_ptr<ProcessLauncher> launcher = NewPosixProcessLauncher();
   ExecutorOptions opts = [] {
@@ -53,7 +54,7 @@ class ExecutorTest : public ::testing::Test {
     return o;
   }();
   RecordingSink sink;
-  std::atomic<bool> cancel{false};
+  RunControl ctl;
 };
 
 v1::Assign Job(const std::string& script) {
@@ -129,7 +130,7 @@ TEST_F(ExecutorTest, CancelFromAnotherThread) {
   opts.kill_grace_ms = 500;
   std::thread t([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    cancel = true;
+    ctl.cancel = true;
   });
   Run(Job("trap '' TERM; sleep 30"));  // ignores SIGTERM: needs SIGKILL
   t.join();
@@ -239,6 +240,64 @@ TEST_F(ExecutorTest, ASetsidChildIsStoppedWithItsJob) {
   EXPECT_TRUE(gone) << "the setsid child " << pid << " outlived its run";
   if (!gone) ::kill(pid, SIGKILL);
   EXPECT_TRUE(ProcessesWithEnv(JobTagEntry(opts, 7, 1)).empty());
+}
+
+TEST_F(ExecutorTest, AJobRunsInItsSlotWithItsGpusAndCpus) {
+  SlotGrant slot;
+  slot.index = 1;
+  slot.gpus = "2,3";
+  slot.cpus = "0";
+  Run(Job("echo \"v=$TUNECTL_SLOT\"; echo \"gpus=$CUDA_VISIBLE_DEVICES\"; "
+          "grep Cpus_allowed_list /proc/self/status"),
+      slot);
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_EQ(sink.finished[0].exit_code(), 0) << sink.finished[0].stderr_tail();
+  ASSERT_EQ(sink.started.size(), 1u);
+  EXPECT_EQ(sink.started[0].slot(), 1);
+  EXPECT_EQ(sink.started[0].placement(), "slot 1, GPUs 2,3, CPUs 0");
+  EXPECT_FALSE(sink.started[0].node().empty());
+  ASSERT_EQ(sink.batches.size(), 1u);
+  EXPECT_EQ(sink.batches[0].samples(0).value(), 1.0);  // TUNECTL_SLOT=1
+  const std::string out = ReadFile(opts.runs_dir + "/7-1/output.log").value();
+  EXPECT_NE(out.find("O gpus=2,3"), std::string::npos) << out;
+  EXPECT_NE(out.find("Cpus_allowed_list:\t0\n"), std::string::npos) << out;  // taskset -c 0
+}
+
+TEST_F(ExecutorTest, ADetachedLocalJobIsStoppedLikeACancelledOne) {
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ctl.detach = true;
+  });
+  Run(Job("sleep 30"));
+  stopper.join();
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_EQ(sink.finished[0].reason(), "cancelled");
+}
+
+TEST(SlotSplit, GivesEachSlotAnEqualContiguousShare) {
+  auto ids = ParseIdList("--gpus", "0-3,6,7");
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  auto split = SplitAmongSlots("--gpus", *ids, 3);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(*split, (std::vector<std::string>{"0,1", "2,3", "6,7"}));
+}
+
+TEST(SlotSplit, RefusesAnUnevenSplitNamingTheFlag) {
+  auto split = SplitAmongSlots("--gpus", {0, 1, 2}, 2);
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("--gpus: 3 ids cannot be split evenly among 2 slots"),
+            std::string::npos)
+      << split.status().message();
+}
+
+TEST(SlotSplit, RefusesBadIdLists) {
+  for (const char* bad : {"", "0,,1", "a", "3-1", "0,0", "1,", "-1", "0-"}) {
+    auto ids = ParseIdList("--cpus", bad);
+    EXPECT_FALSE(ids.ok()) << bad;
+    if (!ids.ok()) {
+      EXPECT_EQ(ids.status().message().rfind("--cpus: ", 0), 0u) << bad;
+    }
+  }
 }
 
 }  // namespace

@@ -415,5 +415,46 @@ TEST(AgentViews, StatusSaysWhyANodeTakesNoWork) {
   EXPECT_EQ(AgentJson(r.agents(2))["unhealthy"], r.agents(2).unhealthy());
 }
 
+TEST(AgentViews, ShowTheExecutorAndWhetherSlotsAreIsolated) {
+  v1::ListAgentsResponse r;
+  auto* a = r.add_agents();
+  a->set_name("login1");
+  a->set_connected(true);
+  a->set_executor("slurm");
+  a->set_slots(8);
+  auto* b = r.add_agents();
+  b->set_name("gpu1");
+  b->set_connected(true);
+  b->set_slots(4);
+  b->set_isolated_slots(true);
+  const Table t = AgentsTable(r);
+  EXPECT_EQ(t.rows[0][2], "slurm");
+  EXPECT_EQ(t.rows[0][3], "8");
+  EXPECT_EQ(t.rows[1][2], "local");  // an agent too old to say
+  EXPECT_EQ(t.rows[1][3], "4 isolated");
+  EXPECT_EQ(AgentJson(*b)["isolated_slots"], true);
+}
+
+TEST(RunViews, AnAssignedRunPendingInTheClusterSaysWhy) {
+  v1::ListRunsResponse r;
+  auto* x = r.add_runs();
+  x->set_id(5);
+  x->set_state("assigned");
+  x->set_wait_reason("pending in slurm (job 17): Priority");
+  auto* y = r.add_runs();
+  y->set_id(6);
+  y->set_state("running");
+  y->set_node("gpu-node-3");
+  y->set_agent("login1");
+  y->set_external_id("18");
+  y->set_placement("nodelist of the experiment's first run");
+  const Table t = RunsTable(r);
+  EXPECT_EQ(t.rows[0].back(), "pending in slurm (job 17): Priority");
+  EXPECT_NE(RunDetail(*y).find("agent:   login1 on gpu-node-3 (job 18), nodelist"),
+            std::string::npos)
+      << RunDetail(*y);
+  EXPECT_EQ(RunJson(*y)["external_id"], "18");
+}
+
 }  // namespace
 }  // namespace tunectl
