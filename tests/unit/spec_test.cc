@@ -297,5 +297,42 @@ TEST(WorkloadSpec, RefusesADeeplyNestedDocumentInsteadOfCrashing) {
   EXPECT_THAT(big.status().message(), HasSubstr("allowed at most 1048576"));
 }
 
+TEST(WorkloadSpec, ReadsRunResourcesAndKeepsThemInItsCanonicalForm) {
+  auto s = ParseWorkloadSpec(R"(
+name: big
+command: [train]
+metrics: {sps: {pattern: 'sps: ([0-9.]+)', better: higher}}
+run:
+  resources: {nodes: 2, gpus_per_node: 8, cpus_per_task: 12, mem: 64G, time: 2h}
+)");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->run.resources.nodes, 2);
+  EXPECT_EQ(s->run.resources.gpus_per_node, 8);
+  EXPECT_EQ(s->run.resources.cpus_per_task, 12);
+  EXPECT_EQ(s->run.resources.mem_mb, 64 * 1024);
+  EXPECT_EQ(s->run.resources.time_ms, 2 * 3600 * 1000);
+  auto again = ParseWorkloadSpec(WorkloadSpecToJson(*s));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->run.resources, s->run.resources);
+}
+
+TEST(WorkloadSpec, RefusesBadResourcesNamingTheField) {
+  auto bad = [](const std::string& res) {
+    auto s = ParseWorkloadSpec(
+        "name: x\ncommand: [t]\nmetrics: {a: {pattern: 'a=(\\d+)', better: higher}}\n"
+        "run: {resources: " +
+        res + "}\n");
+    return s.ok() ? std::string("accepted") : s.status().message();
+  };
+  EXPECT_THAT(bad("{mem: lots}"), HasSubstr("run.resources.mem: memory \"lots\""));
+  EXPECT_THAT(bad("{nodes: 0}"), HasSubstr("run.resources.nodes"));
+  EXPECT_THAT(
+      bad("{gpus: 1}"),
+      HasSubstr("run.resources.gpus: unknown key \"gpus\"; allowed keys: nodes, gpus_per_node"));
+  EXPECT_EQ(ParseMemoryMb("512M").value(), 512);
+  EXPECT_EQ(ParseMemoryMb("1Ti").value(), 1024 * 1024);
+  EXPECT_EQ(ParseMemoryMb("2048").value(), 2048);
+}
+
 }  // namespace
 }  // namespace tunectl
