@@ -36,7 +36,7 @@ Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, Executor* executor, L
   instance_ = host_ + ":" + std::to_string(getpid()) + ":" + std::to_string(rd());
   // The tag that finds this agent's jobs: its name and runs dir, stable across its restarts.
   if (opts_.executor.job_tag.empty())
-    opts_.executor.job_tag = opts_.name + "|" + opts_.executor.runs_dir + "|";
+    opts_.executor.job_tag = DefaultJobTag(opts_.name, opts_.executor.runs_dir);
   LoadSpool();
 }
 

@@ -34,6 +34,10 @@ std::string JobTagPrefix(const ExecutorOptions& o) {
   return "TUNECTL_JOB=" + (o.job_tag.empty() ? o.runs_dir + "|" : o.job_tag);
 }
 
+std::string DefaultJobTag(const std::string& name, const std::string& runs_dir) {
+  return name + "|" + runs_dir + "|";
+}
+
 std::string JobTagEntry(const ExecutorOptions& o, int64_t run_id, int attempt) {
   return JobTagPrefix(o) + std::to_string(run_id) + "-" + std::to_string(attempt) + "|";
 }

@@ -30,6 +30,8 @@ struct ExecutorOptions {
 // with these options carries (an agent stops its earlier life's jobs with it).
 std::string JobTagEntry(const ExecutorOptions& o, int64_t run_id, int attempt);
 std::string JobTagPrefix(const ExecutorOptions& o);
+// The job tag of an agent named `name` with runs in `runs_dir`: stable across its restarts.
+std::string DefaultJobTag(const std::string& name, const std::string& runs_dir);
 
 // Receives what an executing run produces, in order. Called from the executor's thread.
 class RunSink {

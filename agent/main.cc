@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
     else
       spdlog::info("{}", m);
   };
+  // The tag that finds this agent's jobs (its name and runs dir, stable across restarts): the
+  // executor marks jobs with it and the agent stops an earlier life's jobs by it, so both get it.
+  if (opts.executor.job_tag.empty())
+    opts.executor.job_tag = tunectl::DefaultJobTag(opts.name, opts.executor.runs_dir);
   tunectl::LocalExecutor executor(launcher.get(), opts.executor);
   tunectl::Agent agent(opts, launcher.get(), &executor, log);
   signals.OnSignal([&](int sig) {

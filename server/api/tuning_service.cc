@@ -31,10 +31,26 @@ Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<R
   std::vector<AgentView> views;
   for (const auto& a : *agents)
     views.push_back({a.name, a.labels, a.slots, a.running, a.connected, a.busy});
+  std::map<std::string, const AgentRow*> by_name;
+  for (const auto& a : *agents) by_name[a.name] = &a;
+  // Experiments held on a node whose slots are not isolated: their next run waits for it.
+  std::map<int64_t, std::string> one_at_a_time;
+  for (const auto* r : runs) {
+    if (!r->experiment_id || (r->state != "assigned" && r->state != "running")) continue;
+    auto a = by_name.find(r->agent);
+    if (a != by_name.end() && !a->second->isolated_slots)
+      one_at_a_time.emplace(r->experiment_id, r->agent);
+  }
   std::vector<ScheduleRow> schedules;
   for (auto* r : runs) {
     if (r->state != "queued") continue;
     r->wait_reason = WaitReason(r->selector, views);
+    if (auto held = one_at_a_time.find(r->experiment_id);
+        r->experiment_id && held != one_at_a_time.end())
+      r->wait_reason = "waiting: experiment " + std::to_string(r->experiment_id) +
+                       " runs one run at a time on " + held->second +
+                       " (its slots are not isolated: control and variant must not share it; "
+                       "tunectl-agent --isolated-slots if they do not disturb each other)";
     if (r->schedule_id == 0) continue;
     if (schedules.empty()) {
       auto rows = store.ListSchedules();
