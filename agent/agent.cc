@@ -81,7 +81,6 @@ void Agent::Stop() {
 
 void Agent::Run() {
   CheckNode();  // Hello already says whether the node can take work
-  AdoptRuns();  // Hello already names them among its active runs
   std::thread probe([this] { ProbeLoop(); });
   std::thread sender([this] { SenderLoop(); });
   std::thread hb([this] { HeartbeatLoop(); });
@@ -401,7 +400,6 @@ void Agent::StartRun(const v1::Assign& a) {
 
 SlotGrant Agent::FreeSlot() const {
   SlotGrant g;
-  if (std::string(executor_->Kind()) != "local") return g;
   std::set<int> used;
   for (const auto& [_, r] : runs_)
     if (!r.done) used.insert(r.slot);
@@ -411,24 +409,6 @@ SlotGrant Agent::FreeSlot() const {
   if (static_cast<size_t>(i) < opts_.slot_gpus.size()) g.gpus = opts_.slot_gpus[i];
   if (static_cast<size_t>(i) < opts_.slot_cpus.size()) g.cpus = opts_.slot_cpus[i];
   return g;
-}
-
-void Agent::AdoptRuns() {
-  for (const auto& a : executor_->Adoptable()) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (runs_.count(a.run_id())) continue;
-    Active r;
-    r.attempt = a.attempt();
-    r.ctl = std::make_shared<RunControl>();
-    auto ctl = r.ctl;
-    log_(LogLevel::kInfo, "run " + std::to_string(a.run_id()) + " attempt " +
-                              std::to_string(a.attempt()) +
-                              ": adopted from an earlier agent "
-                              "process (" +
-                              executor_->Kind() + ")");
-    r.thread = std::thread([this, a, ctl] { executor_->Resume(a, *ctl, *this); });
-    runs_.emplace(a.run_id(), std::move(r));
-  }
 }
 
 void Agent::CancelRun(int64_t run_id, int attempt) {

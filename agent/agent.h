@@ -89,7 +89,6 @@ class Agent : private RunSink {
   void SendReliable(Pending p);             // kept until acked
   void OnAck(const v1::Ack& a);
   void StartRun(const v1::Assign& a);
-  void AdoptRuns();  // the executor's runs left by an earlier agent process, watched again
   SlotGrant FreeSlot() const;  // the lowest slot no run holds; under mu_
   void CancelRun(int64_t run_id, int attempt);
   void ReapFinished();

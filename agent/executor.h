@@ -1,7 +1,7 @@
 // Executors: what starts a run, where its output is read from, how it is stopped and what its end
 // means. `Executor` is the interface the agent drives (one call per run, each on its own thread);
-// `LocalExecutor` runs the job as a child process of the agent. Others (Slurm, Kubernetes) live
-// in their own files and share `LineBatcher` for turning output lines into metric batches.
+// `LocalExecutor` runs the job as a child process of the agent. Cluster executors (Slurm,
+// Kubernetes; not built yet) implement the same interface in their own files.
 #pragma once
 
 #include <atomic>
@@ -61,24 +61,16 @@ struct RunControl {
   std::atomic<bool> detach{false};
 };
 
-// Thread-safe: Run, Resume and Abandon are called concurrently for different runs.
+// Thread-safe: Run is called concurrently for different runs.
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual const char* Kind() const = 0;  // "local", "slurm", "kubernetes"
   // Runs `a` to its end and calls sink.OnFinished, unless detached first (then it returns
   // without OnFinished, the job left to the cluster).
+  // `slot` is the agent's slot for the run; an executor whose jobs run elsewhere ignores it.
   virtual void Run(const v1::Assign& a, const SlotGrant& slot, const RunControl& ctl,
                    RunSink& sink) = 0;
-  // Runs that an earlier process of this agent left with the cluster and that can be watched
-  // again (their Assign as it was received). Local jobs cannot: they die with their agent.
-  virtual std::vector<v1::Assign> Adoptable() { return {}; }
-  // Watches an adopted run to its end as Run would, without starting it again.
-  virtual void Resume(const v1::Assign& a, const RunControl& ctl, RunSink& sink) {
-    (void)a, (void)ctl, (void)sink;
-  }
-  // Stops an adoptable run that the server no longer wants, and forgets it.
-  virtual void Abandon(const v1::Assign& a) { (void)a; }
 };
 
 // A job as a child process of the agent: writes the generated files into the run directory,

@@ -56,4 +56,17 @@ std::string WaitReason(const LabelMap& selector, const std::vector<AgentView>& a
   return "waiting: all slots busy on agents matching " + sel;
 }
 
+std::string ClusterPendingReason(const std::string& executor, const std::string& external_id,
+                                 const std::string& reason) {
+  return "pending in " + (executor.empty() ? std::string("the cluster") : executor) +
+         (external_id.empty() ? "" : " (job " + external_id + ")") + ": " + reason;
+}
+
+std::string OneAtATimeReason(int64_t experiment, const std::string& agent) {
+  return "waiting: experiment " + std::to_string(experiment) + " runs one run at a time on " +
+         agent +
+         " (its slots are not isolated, so control and variant must not share it; start the agent "
+         "with --isolated-slots if its slots do not disturb each other)";
+}
+
 }  // namespace tunectl

@@ -22,8 +22,7 @@ Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<R
   for (auto* r : runs) {
     any_queued |= r->state == "queued";
     if (r->state == "assigned" && !r->pending_reason.empty())
-      r->wait_reason =
-          "pending in " + r->executor + " (" + r->external_id + "): " + r->pending_reason;
+      r->wait_reason = ClusterPendingReason(r->executor, r->external_id, r->pending_reason);
   }
   if (!any_queued) return Status::Ok();
   auto agents = store.ListAgents();
@@ -47,10 +46,7 @@ Status ExplainWaits(Store& store, ScheduleBook& book, int64_t now, std::vector<R
     r->wait_reason = WaitReason(r->selector, views);
     if (auto held = one_at_a_time.find(r->experiment_id);
         r->experiment_id && held != one_at_a_time.end())
-      r->wait_reason = "waiting: experiment " + std::to_string(r->experiment_id) +
-                       " runs one run at a time on " + held->second +
-                       " (its slots are not isolated: control and variant must not share it; "
-                       "tunectl-agent --isolated-slots if they do not disturb each other)";
+      r->wait_reason = OneAtATimeReason(r->experiment_id, held->second);
     if (r->schedule_id == 0) continue;
     if (schedules.empty()) {
       auto rows = store.ListSchedules();

@@ -182,15 +182,20 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     for (const auto& a : agents)
       if (a.slots > 0) ids.push_back(a.agent_id);
     if (ids.empty()) return out;
+    // Per agent: the runs it holds, the experiments they belong to, and whether its slots are
+    // isolated (PlanClaims runs one run of an experiment at a time on a node that is not).
     std::map<int64_t, int> held;
     std::map<int64_t, std::set<int64_t>> held_experiments;
+    std::set<int64_t> isolated;
     for (const auto& r : w.exec_params(
-             Sql("SELECT agent_id, count(*) AS n, COALESCE(string_agg(DISTINCT "
-                 "experiment_id::text, ','), '') AS experiments FROM runs WHERE agent_id = "
-                 "ANY($1::bigint[]) AND state IN {held} GROUP BY agent_id"),
+             Sql("SELECT a.id AS agent_id, a.isolated_slots AS isolated, count(r.id) AS n, "
+                 "COALESCE(string_agg(DISTINCT r.experiment_id::text, ','), '') AS experiments "
+                 "FROM agents a LEFT JOIN runs r ON r.agent_id = a.id AND r.state IN {held} WHERE "
+                 "a.id = ANY($1::bigint[]) GROUP BY a.id"),
              PgArray(ids))) {
       const int64_t agent = r["agent_id"].as<int64_t>();
       held[agent] = r["n"].as<int>();
+      if (r["isolated"].as<bool>()) isolated.insert(agent);
       const std::string exps = r["experiments"].as<std::string>();
       for (size_t i = 0; i < exps.size();) {
         size_t end = exps.find(',', i);
@@ -199,10 +204,6 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
         i = end + 1;
       }
     }
-    std::set<int64_t> isolated;
-    for (const auto& r : w.exec_params(
-             "SELECT id FROM agents WHERE id = ANY($1::bigint[]) AND isolated_slots", PgArray(ids)))
-      isolated.insert(r[0].as<int64_t>());
     std::vector<ClaimSlot> slots;
     std::map<int64_t, const ClaimRequest*> by_id;
     for (const auto& a : agents) {

@@ -189,6 +189,38 @@ TEST(Agents, ANodeBusyOrUnhealthyAtHelloIsRecordedBeforeItsFirstBeat) {
   EXPECT_EQ(agents[0].unhealthy, node.unhealthy);
 }
 
+TEST(Agents, ARunRecordsWhyItsClusterKeepsItPendingAndThenWhereItRan) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  const int64_t a = Agent(st, "login"), other = Agent(st, "other");
+  auto plans = st.ClaimRuns(a, {{"pool", "cpu"}}, 1);
+  ASSERT_EQ(plans->size(), 1u);
+  const int64_t run = (*plans)[0].run_id;
+  ASSERT_TRUE(st.MarkRunPending(run, 1, other, "99", "Resources").ok());  // not its run: ignored
+  EXPECT_EQ(st.GetRun(run)->pending_reason, "");
+  ASSERT_TRUE(st.MarkRunPending(run, 1, a, "17", "Priority").ok());
+  auto r = st.GetRun(run);
+  EXPECT_EQ(r->state, "assigned");
+  EXPECT_EQ(r->external_id, "17");
+  EXPECT_EQ(r->pending_reason, "Priority");
+  EXPECT_EQ(r->executor, "local");
+  RunStartInfo info;
+  info.node = "gpu-node-3";
+  info.placement = "nodelist of run 12";
+  ASSERT_TRUE(st.MarkRunStarted(run, 1, a, info).ok());
+  r = st.GetRun(run);
+  EXPECT_EQ(r->state, "running");
+  EXPECT_EQ(r->node, "gpu-node-3");
+  EXPECT_EQ(r->slot, -1);
+  EXPECT_EQ(r->external_id, "17");  // kept: RunStarted did not name one
+  EXPECT_EQ(r->placement, "nodelist of run 12");
+  EXPECT_EQ(r->pending_reason, "");
+  EXPECT_EQ(db->Scalar("SELECT detail->>'node' FROM audit_events WHERE kind = 'run.started'"),
+            "gpu-node-3");
+}
+
 TEST(Agents, PendingCancelsOfManyAgentsComeFromOneQuery) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();

@@ -45,5 +45,16 @@ TEST(WaitReason, BusyAgentsAreNamed) {
               HasSubstr("report production work (idle probe fails): n1"));
 }
 
+TEST(WaitReason, AClusterPendingRunNamesTheClusterItsJobAndItsReason) {
+  EXPECT_EQ(ClusterPendingReason("slurm", "17", "Priority"), "pending in slurm (job 17): Priority");
+  EXPECT_EQ(ClusterPendingReason("", "", "Resources"), "pending in the cluster: Resources");
+}
+
+TEST(WaitReason, OneRunAtATimeSaysWhyAndHowToLiftIt) {
+  const std::string r = OneAtATimeReason(7, "node-1");
+  EXPECT_THAT(r, HasSubstr("experiment 7 runs one run at a time on node-1"));
+  EXPECT_THAT(r, HasSubstr("--isolated-slots"));
+}
+
 }  // namespace
 }  // namespace tunectl
