@@ -3,7 +3,7 @@
 namespace tunectl {
 
 Placement DescribePlacement(const std::vector<PlacedRun>& runs,
-                            const std::map<std::string, PlacementAgent>& agents, int64_t now_ms) {
+                            const std::set<std::string>& isolated, int64_t now_ms) {
   Placement p;
   std::vector<const PlacedRun*> started;
   bool all_isolated = true;
@@ -12,8 +12,7 @@ Placement DescribePlacement(const std::vector<PlacedRun>& runs,
     started.push_back(&r);
     ++p.runs;
     p.nodes[r.node.empty() ? r.agent : r.node]++;
-    auto a = agents.find(r.agent);
-    if (a == agents.end() || !a->second.isolated_slots) all_isolated = false;
+    if (!isolated.count(r.agent)) all_isolated = false;
   }
   if (p.runs == 0) {
     p.summary = "no run has started yet";

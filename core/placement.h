@@ -5,23 +5,18 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace tunectl {
 
 struct PlacedRun {
-  std::string arm;    // control | variant
-  std::string agent;  // the agent that ran it
-  std::string node;   // where it ran ("" = the agent's own host)
-  int slot = -1;
+  std::string arm;          // control | variant
+  std::string agent;        // the agent that ran it
+  std::string node;         // where it ran ("" = the agent's own host)
   int64_t started_ms = 0;   // 0 = never started
   int64_t finished_ms = 0;  // 0 = still running (counts as running until `now_ms`)
-};
-
-struct PlacementAgent {
-  bool isolated_slots = false;
-  std::string executor = "local";
 };
 
 struct Placement {
@@ -32,7 +27,8 @@ struct Placement {
   std::string summary;               // one line for `experiment show`
 };
 
+// `isolated`: the agents (by name) that declared isolated slots.
 Placement DescribePlacement(const std::vector<PlacedRun>& runs,
-                            const std::map<std::string, PlacementAgent>& agents, int64_t now_ms);
+                            const std::set<std::string>& isolated, int64_t now_ms);
 
 }  // namespace tunectl

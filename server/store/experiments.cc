@@ -1,6 +1,7 @@
 // Store: hypotheses, experiments, their verdicts, freeze and the tuning log.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/decisions.h"
 #include "core/launch.h"
@@ -473,27 +474,25 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
     auto e = LoadExperiment(w, id);
     if (!e.ok()) return e;
     std::vector<PlacedRun> runs;
-    std::map<std::string, PlacementAgent> agents;
+    std::set<std::string> isolated;
     for (const auto& r : w.exec_params(
              "SELECT COALESCE(r.arm, '') AS arm, COALESCE(a.name, '') AS agent, r.node AS node, "
-             "r.slot AS slot, COALESCE((EXTRACT(EPOCH FROM r.started_at) * 1000)::bigint, 0) AS "
-             "started, COALESCE((EXTRACT(EPOCH FROM r.finished_at) * 1000)::bigint, 0) AS "
-             "finished, COALESCE(a.isolated_slots, false) AS isolated, COALESCE(a.executor, "
-             "'local') AS executor FROM runs r LEFT JOIN agents a ON a.id = r.agent_id WHERE "
-             "r.experiment_id = $1 ORDER BY r.id",
+             "COALESCE((EXTRACT(EPOCH FROM r.started_at) * 1000)::bigint, 0) AS started, "
+             "COALESCE((EXTRACT(EPOCH FROM r.finished_at) * 1000)::bigint, 0) AS finished, "
+             "COALESCE(a.isolated_slots, false) AS isolated FROM runs r LEFT JOIN agents a ON a.id "
+             "= r.agent_id WHERE r.experiment_id = $1 ORDER BY r.id",
              id)) {
       PlacedRun p;
       p.arm = r["arm"].as<std::string>();
       p.agent = r["agent"].as<std::string>();
       p.node = r["node"].as<std::string>();
-      p.slot = r["slot"].as<int>();
       p.started_ms = r["started"].as<int64_t>();
       p.finished_ms = r["finished"].as<int64_t>();
-      agents[p.agent] = {r["isolated"].as<bool>(), r["executor"].as<std::string>()};
+      if (r["isolated"].as<bool>()) isolated.insert(p.agent);
       runs.push_back(std::move(p));
     }
     auto now = w.exec("SELECT (EXTRACT(EPOCH FROM tunectl_now()) * 1000)::bigint");
-    e->placement = DescribePlacement(runs, agents, now[0][0].as<int64_t>()).summary;
+    e->placement = DescribePlacement(runs, isolated, now[0][0].as<int64_t>()).summary;
     return e;
   });
 }

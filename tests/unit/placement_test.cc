@@ -16,8 +16,8 @@ PlacedRun R(const std::string& arm, int64_t start, int64_t end, const std::strin
 }
 
 TEST(Placement, RunsOneAfterAnotherNeverOverlap) {
-  auto p = DescribePlacement({R("control", 0, 10), R("variant", 10, 20), R("control", 20, 30)},
-                             {{"a1", {}}}, 1100);
+  auto p = DescribePlacement({R("control", 0, 10), R("variant", 10, 20), R("control", 20, 30)}, {},
+                             1100);
   EXPECT_EQ(p.runs, 3);
   EXPECT_EQ(p.overlaps, 0);
   EXPECT_EQ(p.summary,
@@ -30,7 +30,7 @@ TEST(Placement, CountsControlVariantPairsThatRanAtOnceOnOneNode) {
   // variant on another node does not count.
   auto p = DescribePlacement(
       {R("control", 0, 10), R("control", 5, 15), R("variant", 8, 12), R("variant", 0, 100, "n2")},
-      {{"a1", {}}}, 1200);
+      {}, 1200);
   EXPECT_EQ(p.overlaps, 2);
   EXPECT_FALSE(p.isolated);
   EXPECT_NE(p.summary.find("2 nodes: n1 (3), n2 (1)"), std::string::npos) << p.summary;
@@ -38,8 +38,7 @@ TEST(Placement, CountsControlVariantPairsThatRanAtOnceOnOneNode) {
 }
 
 TEST(Placement, ARunStillRunningCountsUntilNow) {
-  auto p = DescribePlacement({R("control", 0, 0), R("variant", 50, 60)}, {{"a1", {true, "local"}}},
-                             1100);
+  auto p = DescribePlacement({R("control", 0, 0), R("variant", 50, 60)}, {"a1"}, 1100);
   EXPECT_EQ(p.overlaps, 1);
   EXPECT_TRUE(p.isolated);
   EXPECT_NE(p.summary.find("(isolated slots)"), std::string::npos) << p.summary;
