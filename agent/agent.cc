@@ -38,6 +38,38 @@ Agent::Agent(AgentOptions opts, ProcessLauncher* launcher, Executor* executor, L
   if (opts_.executor.job_tag.empty())
     opts_.executor.job_tag = DefaultJobTag(opts_.name, opts_.executor.runs_dir);
   LoadSpool();
+  // Jobs an earlier process of this agent left to the cluster: reported as active in Hello, and
+  // followed again once the server has said which of them it still wants.
+  for (auto& a : executor_->Adoptable()) {
+    if (runs_.count(a.run_id())) continue;  // its end is already in the spool
+    Active r;
+    r.attempt = a.attempt();
+    r.ctl = std::make_shared<RunControl>();
+    r.slot = FreeSlot().index;
+    runs_.emplace(a.run_id(), std::move(r));
+    adopted_.push_back(std::move(a));
+  }
+  if (!adopted_.empty())
+    log_(LogLevel::kInfo, std::to_string(adopted_.size()) + " " + executor_->Kind() +
+                              " job(s) of an earlier run of this agent to follow again");
+}
+
+void Agent::FollowAdopted() {
+  std::vector<v1::Assign> adopted;
+  std::lock_guard<std::mutex> g(mu_);
+  adopted.swap(adopted_);
+  for (const auto& a : adopted) {
+    auto it = runs_.find(a.run_id());
+    if (it == runs_.end() || it->second.attempt != a.attempt() || it->second.thread.joinable())
+      continue;
+    auto ctl = it->second.ctl;
+    SlotGrant slot;
+    slot.index = it->second.slot;
+    log_(LogLevel::kInfo, "run " + std::to_string(a.run_id()) + " attempt " +
+                              std::to_string(a.attempt()) + ": following its " + executor_->Kind() +
+                              " job again");
+    it->second.thread = std::thread([this, a, ctl, slot] { executor_->Run(a, slot, *ctl, *this); });
+  }
 }
 
 void Agent::OnLeftovers(int64_t run_id, int processes) {
@@ -167,6 +199,7 @@ bool Agent::Session() {
                                     "stopping it");
           CancelRun(r.run_id(), r.attempt());
         }
+        FollowAdopted();  // those the server gave up on are cancelled first, so they stop
         break;
       }
       case v1::ServerMessage::kAssign: StartRun(in.assign()); break;
@@ -516,7 +549,7 @@ void Agent::OnFinished(const v1::RunFinished& m) {
                                         : "exit " + std::to_string(m.exit_code())) +
                             (m.reason().empty() ? "" : " (" + m.reason() + ")") + ", " +
                             std::to_string(m.batches()) + " batches");
-  if (m.infra_failure()) {
+  if (m.infra_failure() && executor_->InfraFailureMarksAgent()) {
     // This node could not run it: no new work here for a while, whatever the next check says.
     std::lock_guard<std::mutex> g(mu_);
     infra_failure_ = "run " + std::to_string(m.run_id()) + " could not run here: " + m.reason();

@@ -104,6 +104,8 @@ class Agent : private RunSink {
   // Once, when the server first accepts this agent's name: kills processes of jobs that an
   // earlier life of this agent (same name, same runs dir) left running, before any new Assign.
   void StopEarlierLifesJobs();
+  // Starts following the jobs an earlier agent process left to the cluster (after a Welcome).
+  void FollowAdopted();
 
   AgentOptions opts_;
   ProcessLauncher* launcher_;
@@ -127,6 +129,7 @@ class Agent : private RunSink {
   bool cleaned_up_ = false;  // StopEarlierLifesJobs ran
   // New attempts of runs whose older attempt is still being stopped: started once it is gone.
   std::map<int64_t, v1::Assign> deferred_;
+  std::vector<v1::Assign> adopted_;  // Executor::Adoptable() at start, until FollowAdopted
   // The node, as the probe thread last saw it.
   bool busy_ = false;
   std::string unhealthy_;      // "" = healthy

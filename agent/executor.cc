@@ -10,25 +10,40 @@
 #include <fstream>
 #include <thread>
 
-#include "core/metrics.h"
-#include "core/text.h"
+#include "agent/run_output.h"
 #include "sys/files.h"
 
 namespace tunectl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kTailLines = 20;
-constexpr size_t kTailBytes = 4096;
 
-std::string Tail(const std::deque<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  if (out.size() > kTailBytes) out = out.substr(out.size() - kTailBytes);
+}  // namespace
+
+Resources ResourcesOf(const v1::Assign& a) {
+  const auto& r = a.resources();
+  Resources out;
+  out.nodes = r.nodes();
+  out.gpus_per_node = r.gpus_per_node();
+  out.cpus_per_task = r.cpus_per_task();
+  out.mem_mb = r.mem_mb();
+  out.time_ms = r.time_ms();
   return out;
 }
 
-}  // namespace
+std::string RunDirOf(const ExecutorOptions& o, int64_t run_id, int attempt) {
+  return o.runs_dir + "/" + std::to_string(run_id) + "-" + std::to_string(attempt);
+}
+
+Status PrepareRunDir(const std::string& run_dir, const v1::Assign& a) {
+  if (auto s = MakeDirs(run_dir); !s.ok()) return s;
+  for (const auto& f : a.files()) {
+    const std::string path = run_dir + "/" + f.path();
+    if (auto s = MakeDirs(std::filesystem::path(path).parent_path().string()); !s.ok()) return s;
+    if (auto s = WriteFileAtomic(path, f.content()); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
 
 std::string JobTagPrefix(const ExecutorOptions& o) {
   return "TUNECTL_JOB=" + (o.job_tag.empty() ? o.runs_dir + "|" : o.job_tag);
@@ -100,7 +115,7 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
   v1::RunFinished fin;
   fin.set_run_id(a.run_id());
   fin.set_attempt(a.attempt());
-  int64_t seq = 0;
+  int64_t seq = 0;  // batches sent
   auto finish = [&](const std::string& reason, int code) {
     fin.set_reason(reason);
     fin.set_exit_code(code);
@@ -109,25 +124,18 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
     sink.OnFinished(fin);
   };
 
-  const std::string run_dir =
-      opts_.runs_dir + "/" + std::to_string(a.run_id()) + "-" + std::to_string(a.attempt());
+  const std::string run_dir = RunDirOf(opts_, a.run_id(), a.attempt());
   // The node's own failures (no run directory, no room for the generated files or the output)
   // are not the job's: the server retries the run on another node.
   auto node_failed = [&](const std::string& why) {
     fin.set_infra_failure(true);
     finish("launch_failed: " + why, 127);
   };
-  if (auto s = MakeDirs(run_dir); !s.ok()) return node_failed(s.message());
-  for (const auto& f : a.files()) {
-    const std::string path = run_dir + "/" + f.path();
-    if (auto s = MakeDirs(std::filesystem::path(path).parent_path().string()); !s.ok())
-      return node_failed(s.message());
-    if (auto s = WriteFileAtomic(path, f.content()); !s.ok()) return node_failed(s.message());
-  }
-  std::vector<MetricRule> rules;
-  for (const auto& m : a.metrics()) rules.push_back({m.name(), m.pattern(), m.json_key()});
-  auto extractor = MetricExtractor::Create(rules);
-  if (!extractor.ok()) return finish("launch_failed: " + extractor.status().message(), 127);
+  if (auto s = PrepareRunDir(run_dir, a); !s.ok()) return node_failed(s.message());
+  auto out = RunOutput::Create(a, opts_.batch_max_samples, opts_.batch_max_ms,
+                               [&](const v1::MetricBatch& b, int64_t) { sink.OnBatch(b); });
+  if (!out.ok()) return finish("launch_failed: " + out.status().message(), 127);
+  RunOutput& output = **out;
 
   ProcessSpec spec;
   if (!slot.cpus.empty()) spec.argv = {"taskset", "-c", slot.cpus};  // the slot's CPU set
@@ -172,38 +180,7 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
   started.set_placement(placement);
   sink.OnStarted(started);
 
-  std::deque<std::string> stderr_tail;
-  std::vector<ExtractedSample> found;
-  v1::MetricBatch batch;
-  auto batch_started = Clock::now();
-  int64_t lines = 0;
-  auto flush = [&]() {
-    if (batch.samples_size() == 0) return;
-    batch.set_run_id(a.run_id());
-    batch.set_attempt(a.attempt());
-    batch.set_seq(++seq);
-    sink.OnBatch(batch);
-    batch.Clear();
-  };
-  auto on_line = [&](Stream s, std::string_view line) {
-    ++lines;
-    log << (s == Stream::kStderr ? "E " : "O ") << line << '\n';
-    if (s == Stream::kStderr) {
-      stderr_tail.emplace_back(SanitizeUtf8(line, 512));  // a whole character, never half
-      if (stderr_tail.size() > kTailLines) stderr_tail.pop_front();
-    }
-    found.clear();
-    (*extractor)->ProcessLine(line, &found);
-    for (const auto& x : found) {
-      if (batch.samples_size() == 0) batch_started = Clock::now();
-      auto* ps = batch.add_samples();
-      ps->set_metric(x.metric);
-      ps->set_step(x.step);
-      ps->set_value(x.value);
-      ps->set_line_no(lines);
-      if (batch.samples_size() >= opts_.batch_max_samples) flush();
-    }
-  };
+  auto on_line = [&](Stream st, std::string_view line) { output.Line(st, line, &log); };
 
   const auto started_at = Clock::now();
   const auto deadline = a.timeout_ms() > 0 ? started_at + std::chrono::milliseconds(a.timeout_ms())
@@ -223,9 +200,7 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
     else
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = Clock::now();
-    if (batch.samples_size() > 0 &&
-        now - batch_started >= std::chrono::milliseconds(opts_.batch_max_ms))
-      flush();
+    output.Tick();
     if (reason.empty() && !duration_reached && !exited_at && now >= duration_end) {
       // A stability run has lasted as long as asked: stop it as a time limit would; the run
       // succeeded unless the job fails to stop within the grace period.
@@ -253,7 +228,8 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
   // A run ends with its job: what it left behind (a daemon, a setsid child) is stopped too.
   if (const int left = SignalProcessesWithEnv(tag, SIGKILL); left > 0)
     sink.OnLeftovers(a.run_id(), left);
-  flush();
+  output.Flush();
+  seq = output.seq();
   log.flush();
   // A log that could not be written (a full disk) is the run's error, not a silent truncation.
   if (!log && reason.empty()) {
@@ -261,8 +237,8 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
     fin.set_infra_failure(true);
   }
   fin.set_signal(st.signal);
-  fin.set_lines(lines);
-  fin.set_stderr_tail(Tail(stderr_tail));
+  fin.set_lines(output.lines());
+  fin.set_stderr_tail(output.StderrTail());
   if (reason == "timeout") reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
   if (duration_reached && reason.empty() && st.signal != SIGKILL) {
     fin.set_duration_reached(true);

@@ -1,13 +1,14 @@
 // Executors: what starts a run, where its output is read from, how it is stopped and what its end
 // means. `Executor` is the interface the agent drives (one call per run, each on its own thread);
-// `LocalExecutor` runs the job as a child process of the agent. Cluster executors (Slurm,
-// Kubernetes; not built yet) implement the same interface in their own files.
+// `LocalExecutor` runs the job as a child process of the agent; the cluster executors
+// (agent/slurm_executor.h, agent/kube_executor.h) implement the same interface.
 #pragma once
 
 #include <atomic>
 #include <string>
 #include <vector>
 
+#include "core/spec.h"
 #include "core/status.h"
 #include "sys/process.h"
 #include "tunectl/v1/tunectl.pb.h"
@@ -25,6 +26,15 @@ struct ExecutorOptions {
   // tree (setsid and daemonised children too) can be found and stopped; "" = "<runs_dir>|".
   std::string job_tag = "";
 };
+
+// <runs_dir>/<run>-<attempt>: the run directory of one attempt.
+std::string RunDirOf(const ExecutorOptions& o, int64_t run_id, int attempt);
+// Creates the run directory and writes the assignment's generated files into it. The error is the
+// node's (no room, no permission), not the job's.
+Status PrepareRunDir(const std::string& run_dir, const v1::Assign& a);
+
+// run.resources as the assignment carries them.
+Resources ResourcesOf(const v1::Assign& a);
 
 // The environment entry that marks a job's processes, and the prefix every job of an executor
 // with these options carries (an agent stops its earlier life's jobs with it).
@@ -71,6 +81,14 @@ class Executor {
   // `slot` is the agent's slot for the run; an executor whose jobs run elsewhere ignores it.
   virtual void Run(const v1::Assign& a, const SlotGrant& slot, const RunControl& ctl,
                    RunSink& sink) = 0;
+  // Runs an earlier process of this agent left to the cluster (detached, not finished), read back
+  // from the runs directory when the agent starts. The agent reports them as active in its first
+  // Hello and passes each to Run again, which then follows its job instead of starting a new one.
+  virtual std::vector<v1::Assign> Adoptable() { return {}; }
+  // Whether a run's infra_failure says this agent's own node is unfit (local: yes, so no new work
+  // lands here for a while). A cluster executor's infra failures are the cluster's nodes', not the
+  // agent's: it stays open for the retry.
+  virtual bool InfraFailureMarksAgent() const { return true; }
 };
 
 // A job as a child process of the agent: writes the generated files into the run directory,

@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "agent/agent.h"
+#include "agent/kube_executor.h"
+#include "agent/slurm_executor.h"
 #include "sys/signals.h"
 
 int main(int argc, char** argv) {
@@ -52,6 +54,66 @@ int main(int argc, char** argv) {
   app.add_flag("--isolated-slots", opts.isolated_slots,
                "the slots do not disturb each other, so an experiment's control and variant may "
                "run here at the same time (default: one of an experiment's runs at a time)");
+  std::string executor_kind = "local";
+  app.add_option("--executor", executor_kind,
+                 "where jobs run: local (child processes on this node), slurm (batch jobs "
+                 "submitted from this login node), kubernetes (Jobs applied with kubectl)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "slurm", "kubernetes"}));
+  tunectl::SlurmExecutorOptions slurm;
+  std::string slurm_bin_dir;
+  bool no_pin = false;
+  app.add_option("--partition", slurm.slurm.partition,
+                 "slurm: the partition jobs are submitted to (default: the cluster's default)");
+  app.add_option("--account", slurm.slurm.account, "slurm: --account of the jobs");
+  app.add_option("--qos", slurm.slurm.qos, "slurm: --qos of the jobs");
+  app.add_flag("--exclusive", slurm.slurm.exclusive,
+               "slurm: jobs get their nodes to themselves (sbatch --exclusive)");
+  app.add_option("--sbatch-option", slurm.slurm.extra,
+                 "slurm: a further sbatch option for every job, written as an #SBATCH line "
+                 "(repeatable), e.g. --sbatch-option=--constraint=a100");
+  app.add_option("--slurm-poll-ms", slurm.poll_ms, "slurm: how often a job's state is asked for")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
+  app.add_option("--slurm-bin-dir", slurm_bin_dir,
+                 "slurm: where sbatch, squeue, scontrol, scancel and sacct are (default: PATH)");
+  app.add_flag("--no-pin-nodes", no_pin,
+               "slurm: do not keep an experiment's runs on the nodes its first run ran on");
+  tunectl::KubeExecutorOptions kube;
+  std::vector<std::string> kube_selectors, kube_tolerations;
+  app.add_option("--kube-image", kube.kube.image,
+                 "kubernetes: the container image jobs run in (required with --executor "
+                 "kubernetes)");
+  app.add_option("--kube-namespace", kube.kube.ns,
+                 "kubernetes: the namespace of the Jobs (default: the context's)");
+  app.add_option("--kube-context", kube.context, "kubernetes: the kubeconfig context to use");
+  app.add_option("--kubeconfig", kube.kubeconfig,
+                 "kubernetes: the kubeconfig file (default: kubectl's choice, in-cluster too)");
+  app.add_option("--kubectl", kube.kubectl, "kubernetes: the kubectl binary")
+      ->capture_default_str();
+  app.add_option("--kube-service-account", kube.kube.service_account,
+                 "kubernetes: serviceAccountName of the jobs' pods");
+  app.add_option("--kube-node-selector", kube_selectors,
+                 "kubernetes: KEY=VALUE a node must carry (repeatable)");
+  app.add_option("--kube-toleration", kube_tolerations,
+                 "kubernetes: key=value:Effect the pods tolerate (repeatable)");
+  app.add_option("--kube-image-pull-policy", kube.kube.image_pull_policy,
+                 "kubernetes: Always, IfNotPresent or Never (default: the cluster's)");
+  app.add_option("--kube-gpu-resource", kube.kube.gpu_resource,
+                 "kubernetes: the extended resource GPUs are counted in")
+      ->capture_default_str();
+  app.add_option("--kube-ttl", kube.kube.ttl_seconds_after_finished,
+                 "kubernetes: seconds an ended Job is kept (-1 = forever)")
+      ->capture_default_str();
+  app.add_option("--kube-run-dir", kube.pod_run_dir,
+                 "kubernetes: the run directory inside the pod (TUNECTL_RUN_DIR)")
+      ->capture_default_str();
+  app.add_option("--kube-workdir", kube.pod_workdir,
+                 "kubernetes: the job's working directory in the pod (default: the image's)");
+  app.add_option("--kube-poll-ms", kube.poll_ms,
+                 "kubernetes: how often a Job and its pod are asked for")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
   std::string spool = "default";
   app.add_option("--spool-dir", spool,
                  "unacked results are kept here until the server acks them, across agent "
@@ -78,6 +140,29 @@ int main(int argc, char** argv) {
     }
     *out = *split;
   }
+  for (const auto& text : kube_selectors) {
+    auto kv = tunectl::ParseKubeNodeSelector(text);
+    if (!kv.ok()) {
+      std::cerr << "--kube-node-selector: " << kv.status().message() << "\n";
+      return 2;
+    }
+    kube.kube.node_selector[kv->first] = kv->second;
+  }
+  for (const auto& text : kube_tolerations) {
+    auto t = tunectl::ParseKubeToleration(text);
+    if (!t.ok()) {
+      std::cerr << "--kube-toleration: " << t.status().message() << "\n";
+      return 2;
+    }
+    kube.kube.tolerations.push_back(*t);
+  }
+  kube.kube.agent = opts.name;
+  if (executor_kind == "kubernetes") {
+    if (auto st = tunectl::CheckKubeOptions(kube.kube); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
+    }
+  }
   if (opts.executor.workdir.empty()) opts.executor.workdir = std::filesystem::current_path();
   if (opts.executor.runs_dir.empty()) {
     const char* home = std::getenv("HOME");
@@ -102,14 +187,23 @@ int main(int argc, char** argv) {
   // executor marks jobs with it and the agent stops an earlier life's jobs by it, so both get it.
   if (opts.executor.job_tag.empty())
     opts.executor.job_tag = tunectl::DefaultJobTag(opts.name, opts.executor.runs_dir);
-  tunectl::LocalExecutor executor(launcher.get(), opts.executor);
-  tunectl::Agent agent(opts, launcher.get(), &executor, log);
+  slurm.pin_experiments = !no_pin;
+  tunectl::SlurmCli slurm_cli(launcher.get(), slurm_bin_dir);
+  std::unique_ptr<tunectl::Executor> executor;
+  tunectl::Kubectl kubectl(launcher.get(), kube);
+  if (executor_kind == "slurm")
+    executor = std::make_unique<tunectl::SlurmExecutor>(&slurm_cli, opts.executor, slurm);
+  else if (executor_kind == "kubernetes")
+    executor = std::make_unique<tunectl::KubeExecutor>(&kubectl, opts.executor, kube);
+  else
+    executor = std::make_unique<tunectl::LocalExecutor>(launcher.get(), opts.executor);
+  tunectl::Agent agent(opts, launcher.get(), executor.get(), log);
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: stopping", sig);
     agent.Stop();
   });
-  spdlog::info("tunectl-agent {} -> {} ({} slots, runs in {})", opts.name, opts.server, opts.slots,
-               opts.executor.runs_dir);
+  spdlog::info("tunectl-agent {} -> {} ({} executor, {} slots, runs in {})", opts.name, opts.server,
+               executor->Kind(), opts.slots, opts.executor.runs_dir);
   agent.Run();
   return 0;
 }
