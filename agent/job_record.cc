@@ -13,6 +13,7 @@ namespace fs = std::filesystem;
 constexpr const char* kAssignFile = "assign.pb";
 constexpr const char* kProgressFile = "progress";
 constexpr const char* kFinishedFile = "finished";
+constexpr const char* kStartFile = "started";
 
 bool Exists(const std::string& p) {
   std::error_code ec;
@@ -49,10 +50,31 @@ std::string JobRecord::Id() const {
 }
 
 // "<seq> <lines>\n" and the serialized batch.
-void JobRecord::SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const {
-  (void)WriteFileAtomic(dir_ + "/" + kProgressFile, std::to_string(batch.seq()) + " " +
-                                                        std::to_string(covered_lines) + "\n" +
-                                                        batch.SerializeAsString());
+Status JobRecord::SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const {
+  return WriteFileAtomic(dir_ + "/" + kProgressFile, std::to_string(batch.seq()) + " " +
+                                                         std::to_string(covered_lines) + "\n" +
+                                                         batch.SerializeAsString());
+}
+
+// "<ms since the epoch> <Slurm's StartTime>".
+void JobRecord::SaveStart(const std::string& slurm_start) const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  (void)WriteFileAtomic(dir_ + "/" + kStartFile, std::to_string(ms) + " " + slurm_start + "\n");
+}
+
+JobRecord::Start JobRecord::LoadStart() const {
+  Start out;
+  auto text = ReadFile(dir_ + "/" + kStartFile);
+  if (!text.ok()) return out;
+  std::istringstream in(*text);
+  int64_t ms = 0;
+  std::string start;
+  if (!(in >> ms >> start)) return out;
+  out.slurm_start = start;
+  out.seen_at = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+  return out;
 }
 
 JobRecord::Progress JobRecord::LoadProgress() const {
@@ -82,7 +104,8 @@ JobReport::JobReport(const v1::Assign& a, const ExecutorOptions& opts, const Job
   fin_.set_attempt(a.attempt());
   auto out = RunOutput::Create(a, opts.batch_max_samples, opts.batch_max_ms,
                                [this](const v1::MetricBatch& b, int64_t covered) {
-                                 record_.SaveProgress(b, covered);
+                                 if (Status st = record_.SaveProgress(b, covered); !st.ok())
+                                   record_error_ = st.message();
                                  batches_ = b.seq();
                                  sink_.OnBatch(b);
                                });
@@ -124,7 +147,7 @@ void JobReport::Started(const std::string& node, const std::string& external_id,
   sink_.OnStarted(s);
 }
 
-void JobReport::Finish(const std::string& reason, int exit_code) {
+void JobReport::Finish(const std::string& reason, int exit_code, bool job_over) {
   if (output_) {
     output_->Flush();
     fin_.set_lines(output_->lines());
@@ -135,12 +158,12 @@ void JobReport::Finish(const std::string& reason, int exit_code) {
   fin_.set_seq(batches_ + 1);
   fin_.set_batches(batches_);
   sink_.OnFinished(fin_);
-  record_.MarkFinished(reason);
+  if (job_over) record_.MarkFinished(reason);
 }
 
-void JobReport::Fail(const std::string& reason) {
+void JobReport::Fail(const std::string& reason, bool job_over) {
   fin_.set_infra_failure(true);
-  Finish(reason, 0);
+  Finish(reason, 0, job_over);
 }
 
 Adoption FindAdoptable(const ExecutorOptions& opts, const std::string& id_file) {
@@ -154,21 +177,24 @@ Adoption FindAdoptable(const ExecutorOptions& opts, const std::string& id_file) 
     auto bytes = ReadFile(dir + "/" + kAssignFile);
     v1::Assign a;
     if (!bytes.ok() || !a.ParseFromString(*bytes)) continue;
-    if (dir != RunDirOf(opts, a.run_id(), a.attempt())) continue;
+    if (e.path().filename().string() !=
+        std::to_string(a.run_id()) + "-" + std::to_string(a.attempt()))
+      continue;
     auto it = newest.find(a.run_id());
     if (it == newest.end() || it->second.attempt() < a.attempt()) {
-      if (it != newest.end()) older.push_back(RunDirOf(opts, a.run_id(), it->second.attempt()));
+      if (it != newest.end())
+        older.push_back((e.path().parent_path() /
+                         (std::to_string(a.run_id()) + "-" + std::to_string(it->second.attempt())))
+                            .string());
       newest[a.run_id()] = a;
     } else {
       older.push_back(dir);
     }
   }
   Adoption out;
-  for (const auto& dir : older) {
-    JobRecord rec(dir, id_file);
-    if (std::string id = rec.Id(); !id.empty()) out.superseded_ids.push_back(id);
-    rec.MarkFinished("superseded");
-  }
+  for (const auto& dir : older)
+    if (std::string id = JobRecord(dir, id_file).Id(); !id.empty())
+      out.superseded.push_back({dir, id});
   for (auto& [_, a] : newest) out.runs.push_back(std::move(a));
   return out;
 }

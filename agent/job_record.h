@@ -5,6 +5,7 @@
 // are replaced atomically; one JobRecord per run, used by that run's thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,7 +34,7 @@ class JobRecord {
 
   // Called with each batch before it is handed over: an agent killed in between sends it again
   // (the server keeps one copy per sequence number).
-  void SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const;
+  Status SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const;
   struct Progress {
     int64_t seq = 0;    // the last batch handed over (0 = none)
     int64_t lines = 0;  // output lines it covers
@@ -41,6 +42,15 @@ class JobRecord {
   };
   Progress LoadProgress() const;
   void MarkFinished(const std::string& why) const;
+
+  // When the job was first seen running: Slurm's StartTime (an execution's identity: a requeued
+  // job starts again with another) and this host's clock then (its age after an adoption).
+  struct Start {
+    std::string slurm_start;  // "" = not seen running
+    std::chrono::system_clock::time_point seen_at{};
+  };
+  void SaveStart(const std::string& slurm_start) const;
+  Start LoadStart() const;
 
  private:
   std::string dir_, id_file_;
@@ -69,9 +79,15 @@ class JobReport {
   v1::RunFinished& fin() { return fin_; }
   // Ends the run: the open batch is sent, then RunFinished with the line count and the output's
   // last lines, and the record says finished.
-  void Finish(const std::string& reason, int exit_code);
+  // `job_over` false: the job may still exist (it did not end after a stop), so the record is
+  // kept open and a restarted agent finds it again.
+  void Finish(const std::string& reason, int exit_code, bool job_over = true);
   // The cluster's failure, not the run's: the server retries it as a new attempt.
-  void Fail(const std::string& reason);
+  void Fail(const std::string& reason, bool job_over = true);
+  // False once a batch's progress could not be recorded: the executor must stop the job (an
+  // adoption would resume from a stale point and lose or double samples).
+  bool record_ok() const { return record_error_.empty(); }
+  const std::string& record_error() const { return record_error_; }
 
  private:
   const JobRecord& record_;
@@ -81,14 +97,18 @@ class JobReport {
   v1::RunFinished fin_;
   int64_t batches_ = 0;
   std::string last_pending_;
+  std::string record_error_;
 };
 
 // The runs an earlier agent process left to the cluster: per run, the newest attempt with an id
-// and no reported end. Older unfinished attempts of the same runs are marked finished
-// ("superseded") and their ids returned, for the executor to stop their jobs.
+// and no reported end; and older unfinished attempts of the same runs, whose jobs the executor
+// stops and then marks finished (MarkFinished("superseded")).
 struct Adoption {
   std::vector<v1::Assign> runs;
-  std::vector<std::string> superseded_ids;
+  struct Superseded {
+    std::string run_dir, id;
+  };
+  std::vector<Superseded> superseded;
 };
 Adoption FindAdoptable(const ExecutorOptions& opts, const std::string& id_file);
 

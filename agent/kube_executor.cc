@@ -168,8 +168,9 @@ KubeExecutor::KubeExecutor(KubectlClient* client, ExecutorOptions opts, KubeExec
 std::vector<v1::Assign> KubeExecutor::Adoptable() {
   Adoption found = FindAdoptable(opts_, kJobNameFile);
   // An older attempt of a run that has a newer one here is over: its Job must not go on.
-  for (const auto& n : found.superseded_ids)
-    (void)client_->Delete({"job/" + n, "configmap/" + n}, false);
+  for (const auto& old : found.superseded)
+    if (client_->Delete({"job/" + old.id, "configmap/" + old.id}, false).ok())
+      JobRecord(old.run_dir, kJobNameFile).MarkFinished("superseded");
   return found.runs;
 }
 
@@ -279,6 +280,14 @@ void KubeExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Run
       stop_logs();
       output.Flush();  // what was read is recorded; the Job goes on without us
       return;
+    }
+    if (!report.record_ok()) {
+      // Its progress cannot be recorded (the runs directory): an agent restarted later would
+      // resume from a stale point. Stop it; the server retries the run.
+      stop_logs();
+      (void)client_->Delete({"job/" + name, "configmap/" + name}, false);
+      return report.Fail("cannot record the run's progress: " + report.record_error() + "; Job " +
+                         name + " was deleted");
     }
     if (logs) {
       if (!logs->Poll(milliseconds(100), on_line)) {

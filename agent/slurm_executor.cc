@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "agent/job_record.h"
@@ -18,6 +19,7 @@ constexpr const char* kScriptFile = "job.sbatch";
 constexpr const char* kJobIdFile = "slurm-job";
 constexpr const char* kOutputFile = "output.log";
 constexpr size_t kMaxLine = 1 << 20;
+constexpr std::streamoff kChunk = 4 << 20;
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -40,27 +42,35 @@ class FileTail {
     if (size < offset_) offset_ = 0;  // rewritten from the start
     if (size == offset_) return;
     in.seekg(offset_);
-    std::string chunk(static_cast<size_t>(size - offset_), '\0');
+    // At most kChunk a look: a large file (an adopted job's) is read over several looks.
+    std::string chunk(static_cast<size_t>(std::min<std::streamoff>(size - offset_, kChunk)), '\0');
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     chunk.resize(static_cast<size_t>(in.gcount()));
     offset_ += static_cast<std::streamoff>(chunk.size());
     partial_ += chunk;
+    // A line longer than kMaxLine is cut every kMaxLine bytes from its start, as a pipe's would
+    // be: where it is cut does not depend on how the file was read.
     size_t start = 0;
     for (;;) {
       const size_t nl = partial_.find('\n', start);
+      const size_t end = nl == std::string::npos ? partial_.size() : nl;
+      if (end - start >= kMaxLine) {
+        on_line(std::string_view(partial_).substr(start, kMaxLine));
+        start += kMaxLine;
+        continue;
+      }
       if (nl == std::string::npos) break;
       on_line(std::string_view(partial_).substr(start, nl - start));
       start = nl + 1;
     }
     partial_.erase(0, start);
-    while (partial_.size() >= kMaxLine) {  // an endless line is split, as a pipe's would be
-      on_line(std::string_view(partial_).substr(0, kMaxLine));
-      partial_.erase(0, kMaxLine);
-    }
   }
   template <typename Fn>
   void Drain(Fn&& on_line) {
-    Read(on_line);
+    for (std::streamoff before = -1; before != offset_;) {  // to the end, chunk by chunk
+      before = offset_;
+      Read(on_line);
+    }
     if (!partial_.empty()) on_line(std::string_view(partial_));
     partial_.clear();
   }
@@ -102,10 +112,13 @@ Result<std::string> SlurmCli::SubmitHeld(const std::string& script_path) {
   auto r = Command({"sbatch", "--parsable", "--hold", script_path});
   if (!r.ok()) return Status::Unavailable("sbatch: " + r.status().message());
   if (!r->status.ok() || r->timed_out) return CommandError("sbatch", *r);
-  // The output may hold warnings before the id: the id is the last line.
-  std::string out = Trim(r->output);
-  const size_t nl = out.rfind('\n');
-  return ParseSbatchJobId(nl == std::string::npos ? out : out.substr(nl + 1));
+  // Warnings (stderr) may come before or after the id: the id is the last line that is one.
+  std::istringstream lines(r->output);
+  std::optional<std::string> id;
+  for (std::string line; std::getline(lines, line);)
+    if (auto parsed = ParseSbatchJobId(Trim(line)); parsed.ok()) id = *parsed;
+  if (id) return *id;
+  return ParseSbatchJobId(Trim(r->output));
 }
 
 Status SlurmCli::Release(const std::string& job_id) {
@@ -206,10 +219,25 @@ void SlurmExecutor::Pin(int64_t experiment_id, const std::string& nodes) {
   if (MakeDirs(dir).ok()) (void)WriteFileAtomic(path, nodes + "\n");
 }
 
+Status SlurmExecutor::CancelJob(const std::string& job_id) {
+  Status st;
+  int wait = sopts_.retry_ms;
+  for (int i = 0; i < std::max(1, sopts_.submit_tries); ++i) {
+    if (i > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+      wait *= 2;
+    }
+    st = client_->Cancel(job_id);
+    if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
+  }
+  return st;
+}
+
 std::vector<v1::Assign> SlurmExecutor::Adoptable() {
   Adoption found = FindAdoptable(opts_, kJobIdFile);
   // An older attempt of a run that has a newer one here is over: its job must not go on.
-  for (const auto& id : found.superseded_ids) (void)client_->Cancel(id);
+  for (const auto& old : found.superseded)
+    if (CancelJob(old.id).ok()) JobRecord(old.run_dir, kJobIdFile).MarkFinished("superseded");
   return found.runs;
 }
 
@@ -275,9 +303,9 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
   };
 
   if (resumed) {
+    report.Resume();
     job_id = record.Id();
     if (job_id.empty()) return report.Fail("lost: the job id of this run could not be read");
-    report.Resume();
     placement = "Slurm job " + job_id + " (adopted after an agent restart)";
   } else {
     if (auto s = PrepareRunDir(run_dir, a); !s.ok())
@@ -293,7 +321,7 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
       placement = "on the nodes of experiment " + std::to_string(experiment) + "'s first run";
     }
     if (!st.ok()) {
-      if (!job_id.empty()) (void)client_->Cancel(job_id);
+      if (!job_id.empty()) (void)CancelJob(job_id);
       if (st.code() == Status::Code::kUnavailable)
         return report.Fail("launch_failed: " + st.message());
       return report.Finish("launch_failed: " + st.message(), 127);  // the run's request was refused
@@ -305,11 +333,27 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
   // the stderr tail.
   auto on_line = [&](std::string_view line) { output.Line(Stream::kStderr, line); };
 
-  bool started = false, cancelled = false, duration_reached = false, hard_stopped = false;
-  std::string stop_reason;  // why the agent stopped the job ("cancelled", "timeout after …")
-  std::string seen_start;   // the start time of the execution we follow
-  std::optional<Steady::time_point> running_since, stop_sent, vanished_since, term_sent;
+  bool started = false, cancelled = false, duration_reached = false;
+  std::string stop_reason;   // why the agent stopped the job ("cancelled", "timeout after …")
+  std::string infra_reason;  // … when that is the cluster's failure (a requeue)
+  std::string seen_start;    // Slurm's StartTime of the execution we follow
+  std::optional<Steady::time_point> running_since, stop_sent, last_scancel, vanished_since,
+      term_sent;
   auto next_poll = Steady::now();
+  // An adopted job that an earlier agent saw run: the same execution (its StartTime), and its
+  // timeout and duration counted from when it started, not from this agent's start.
+  if (const JobRecord::Start st = record.LoadStart(); resumed && !st.slurm_start.empty()) {
+    started = true;
+    seen_start = st.slurm_start;
+    const auto age = std::chrono::system_clock::now() - st.seen_at;
+    running_since = Steady::now() - std::chrono::duration_cast<Steady::duration>(age);
+  }
+  auto stop_job = [&](const std::string& why) {
+    cancelled = true;
+    stop_reason = why;
+    stop_sent = last_scancel = Steady::now();
+    (void)client_->Cancel(job_id);
+  };
 
   for (;;) {
     if (ctl.detach.load() && !ctl.cancel.load()) {
@@ -320,19 +364,18 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
     output.Tick();
     const auto now = Steady::now();
 
-    if (!stop_sent && ctl.cancel.load()) {
-      cancelled = true;
-      stop_reason = "cancelled";
-      (void)client_->Cancel(job_id);
-      stop_sent = now;
+    if (!report.record_ok()) {
+      // Its progress cannot be recorded (the runs directory): an agent restarted later would
+      // resume from a stale point. Stop it; the server retries the run.
+      if (!stop_sent) stop_job("");
+      tail.Drain(on_line);
+      return report.Fail("cannot record the run's progress: " + report.record_error() +
+                         "; Slurm job " + job_id + " was cancelled");
     }
+    if (!stop_sent && ctl.cancel.load()) stop_job("cancelled");
     if (running_since && !stop_sent && a.timeout_ms() > 0 &&
-        now - *running_since >= std::chrono::milliseconds(a.timeout_ms())) {
-      stop_reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
-      cancelled = true;
-      (void)client_->Cancel(job_id);
-      stop_sent = now;
-    }
+        now - *running_since >= std::chrono::milliseconds(a.timeout_ms()))
+      stop_job("timeout after " + std::to_string(a.timeout_ms() / 1000) + "s");
     if (running_since && !term_sent && !stop_sent && a.duration_ms() > 0 &&
         now - *running_since >= std::chrono::milliseconds(a.duration_ms())) {
       // A stability run has lasted as long as asked: SIGTERM, as a time limit would.
@@ -342,17 +385,20 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
     }
     if (term_sent && !stop_sent &&
         now - *term_sent >= std::chrono::milliseconds(opts_.kill_grace_ms)) {
-      hard_stopped = true;
-      cancelled = true;
+      stop_job("did not stop within " + std::to_string(opts_.kill_grace_ms / 1000) +
+               "s of SIGTERM at the end of its requested duration");
+    }
+    // scancel again until the job has ended: one may be lost while the controller is busy.
+    if (last_scancel && now - *last_scancel >= std::chrono::milliseconds(sopts_.poll_ms * 5)) {
+      last_scancel = now;
       (void)client_->Cancel(job_id);
-      stop_sent = now;
     }
     if (stop_sent && now - *stop_sent >= std::chrono::milliseconds(sopts_.stop_wait_ms)) {
+      // Reported, but not recorded as over: a restarted agent finds the job again and the
+      // server, which no longer wants it, has it cancelled.
       tail.Drain(on_line);
-      output.Flush();
-      return report.Finish(stop_reason + " (Slurm job " + job_id + " did not end within " +
-                               std::to_string(sopts_.stop_wait_ms / 1000) + "s of scancel)",
-                           0);
+      if (!infra_reason.empty()) return report.Fail(infra_reason, /*job_over=*/false);
+      return report.Finish(stop_reason, 0, /*job_over=*/false);
     }
 
     if (now < next_poll) {
@@ -366,7 +412,6 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
       if (!vanished_since) vanished_since = now;
       if (now - *vanished_since >= std::chrono::milliseconds(sopts_.vanished_ms)) {
         tail.Drain(on_line);
-        output.Flush();
         return report.Fail("lost: Slurm job " + job_id + " is known to neither squeue, " +
                            "scontrol, the job-completion log nor sacct");
       }
@@ -377,32 +422,37 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
     const SlurmPhase phase = PhaseOf(job.state);
     // Requeued (a node failure, a preemption, `scontrol requeue`): the execution we followed is
     // over and Slurm would start another into the same attempt. Stop it; the server retries.
-    const bool restarted = started && !stop_sent &&
+    // (A suspended job is the same execution, paused: not a restart.)
+    const bool suspended = job.state == "SUSPENDED" || job.state == "STOPPED";
+    const bool restarted = started && !stop_sent && !suspended &&
                            (phase == SlurmPhase::kPending || job.restarts > 0 ||
                             (phase == SlurmPhase::kRunning && !job.start_time.empty() &&
                              !seen_start.empty() && job.start_time != seen_start));
     if (restarted) {
-      (void)client_->Cancel(job_id);
+      infra_reason = "requeued by Slurm (" + job.state +
+                     (job.reason.empty() || job.reason == "None" ? "" : ", " + job.reason) +
+                     "): Slurm job " + job_id + " was stopped; the run is retried";
+      const Status cancel = CancelJob(job_id);
       tail.Drain(on_line);
-      output.Flush();
-      return report.Fail("requeued by Slurm (" + job.state +
-                         (job.reason.empty() || job.reason == "None" ? "" : ", " + job.reason) +
-                         "): Slurm job " + job_id + " was stopped; the run is retried");
+      if (cancel.ok()) return report.Fail(infra_reason);
+      stop_job(infra_reason);  // scancel again until it is gone
+      continue;
     }
     if (phase == SlurmPhase::kPending) {
+      if (suspended) continue;
       if (job.restarts > 0 && !started && !stop_sent) {
-        (void)client_->Cancel(job_id);
+        (void)CancelJob(job_id);
         return report.Fail("requeued by Slurm before this agent saw it run (Slurm job " + job_id +
                            ")");
       }
       if (!stop_sent && !started && !PinnedNodes(experiment).empty() && !resumed &&
           NodeRefusedPin(job.reason) && placement.rfind("on the nodes", 0) == 0) {
         // The pinned nodes cannot take it (down, not in the partition): let Slurm place it.
-        (void)client_->Cancel(job_id);
+        if (!CancelJob(job_id).ok()) continue;  // asked again at the next look
         const std::string old = job_id;
         job_id.clear();
         if (Status s = submit(""); !s.ok()) {
-          if (!job_id.empty()) (void)client_->Cancel(job_id);
+          if (!job_id.empty()) (void)CancelJob(job_id);
           return report.Fail("launch_failed: " + s.message());
         }
         placement = "the nodes of experiment " + std::to_string(experiment) +
@@ -410,6 +460,8 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
                     "); placed by Slurm";
         continue;
       }
+      // Held (an agent died between submitting and releasing it): release it now.
+      if (job.reason.rfind("JobHeldUser", 0) == 0 && !stop_sent) (void)client_->Release(job_id);
       const std::string reason = job.reason.empty() ? job.state : job.reason;
       report.Pending(job_id, reason);
       continue;
@@ -420,6 +472,7 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
       started = true;
       seen_start = job.start_time;
       running_since = now;
+      record.SaveStart(job.start_time);
       Pin(experiment, job.nodes);
       report.Started(job.nodes, job_id, placement.empty() ? "Slurm job " + job_id : placement);
     }
@@ -427,18 +480,12 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
 
     // The job is over: read what it wrote to the end, then what its end means.
     tail.Drain(on_line);
-    output.Flush();
-    if (duration_reached && !hard_stopped) {
+    if (duration_reached && !stop_sent) {
       report.fin().set_duration_reached(true);
       return report.Finish("", 0);
     }
-    if (!stop_reason.empty() && cancelled) {
-      if (hard_stopped)
-        return report.Finish("did not stop within " + std::to_string(opts_.kill_grace_ms / 1000) +
-                                 "s of SIGTERM at the end of its requested duration",
-                             0);
-      return report.Finish(stop_reason, job.exit_code);
-    }
+    if (!infra_reason.empty()) return report.Fail(infra_reason);
+    if (!stop_reason.empty()) return report.Finish(stop_reason, job.exit_code);
     const SlurmEnd end = ClassifySlurmEnd(job, cancelled);
     report.fin().set_signal(end.signal);
     if (end.infra_failure) report.fin().set_infra_failure(true);

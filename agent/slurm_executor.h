@@ -87,6 +87,8 @@ class SlurmExecutor : public Executor {
   bool InfraFailureMarksAgent() const override { return false; }
 
  private:
+  // scancel, tried again while the controller does not answer.
+  Status CancelJob(const std::string& job_id);
   // The nodes an experiment's first run ran on ("" = none yet); kept in <runs_dir>/.slurm-nodes.
   std::string PinnedNodes(int64_t experiment_id);
   void Pin(int64_t experiment_id, const std::string& nodes);

@@ -73,13 +73,20 @@ class FakeSlurm : public SlurmClient {
   }
   Status Cancel(const std::string& id, const std::string& signal) override {
     cancels.push_back(id + (signal.empty() ? "" : " " + signal));
-    if (signal.empty()) cancelled.insert(id);
+    if (cancel_failures > 0) {
+      --cancel_failures;
+      return Status::Unavailable("scancel: Unable to contact slurm controller");
+    }
+    if (signal.empty() || end_on_term) cancelled.insert(id);
     return Status::Ok();
   }
 
   std::vector<Step> steps;
   size_t next = 0;
   std::vector<Status> submit_errors;
+  int cancel_failures = 0;
+  bool end_on_term = false;  // a SIGTERM ends the job (it stops itself)  // so many scancels fail
+                             // first (the controller does not answer)
   std::vector<std::string> scripts, released, cancels;
   std::set<std::string> queried;
   std::string output;
@@ -306,6 +313,96 @@ TEST_F(SlurmExecutorTest, APinnedRunWhoseNodesCannotTakeItIsPlacedBySlurmAndSays
   ASSERT_EQ(sink.started.size(), 1u);
   EXPECT_THAT(sink.started[0].placement(), HasSubstr("could not take it"));
   EXPECT_EQ(sink.finished.at(0).exit_code(), 0);
+}
+
+TEST_F(SlurmExecutorTest, AnAdoptedJobStillHeldIsReleased) {
+  // The earlier agent died after recording the id and before releasing the job.
+  const v1::Assign a = Assign();
+  const std::string dir = opts.runs_dir + "/7-1";
+  std::filesystem::create_directories(dir);
+  std::string bytes = a.SerializeAsString();
+  std::ofstream(dir + "/assign.pb", std::ios::binary) << bytes;
+  std::ofstream(dir + "/slurm-job") << "100\n";
+  slurm.output = dir + "/output.log";
+  slurm.steps = {{Job("PENDING", "JobHeldUser", "")},
+                 {Job("RUNNING"), Lines(1, 2)},
+                 {Job("COMPLETED", "None", "n1", 0)}};
+  SlurmExecutor ex(&slurm, opts, sopts);
+  auto adopt = ex.Adoptable();
+  ASSERT_EQ(adopt.size(), 1u);
+  ex.Run(adopt[0], SlotGrant(), ctl, sink);
+  EXPECT_EQ(slurm.released, std::vector<std::string>{"100"});
+  EXPECT_TRUE(slurm.scripts.empty());
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_EQ(sink.finished[0].exit_code(), 0);
+  EXPECT_EQ(sink.UniqueSamples(), 2);
+}
+
+TEST_F(SlurmExecutorTest, AJobRequeuedWhileNoAgentWatchedIsCaughtByItsNewStartTime) {
+  slurm.steps = {{Job("RUNNING"), Lines(1, 2), [&] { ctl.detach.store(true); }}, {Job("RUNNING")}};
+  Run(Assign());
+  ASSERT_TRUE(sink.finished.empty());
+  // While no agent ran, Slurm requeued it and started it again: another StartTime.
+  FakeSlurm later;
+  later.output = slurm.output;
+  SlurmJobInfo again = Job("RUNNING");
+  again.start_time = "2026-12-05T09:30:00";
+  later.steps = {{again, Lines(1, 1)}};
+  SlurmExecutor ex(&later, opts, sopts);
+  auto adopt = ex.Adoptable();
+  ASSERT_EQ(adopt.size(), 1u);
+  RunControl ctl2;
+  ex.Run(adopt[0], SlotGrant(), ctl2, sink);
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_TRUE(sink.finished[0].infra_failure());
+  EXPECT_THAT(sink.finished[0].reason(), HasSubstr("requeued"));
+  EXPECT_EQ(later.cancels, std::vector<std::string>{"100"});
+}
+
+TEST_F(SlurmExecutorTest, ASuspendedJobIsNotARestart) {
+  slurm.steps = {{Job("RUNNING"), Lines(1, 1)},
+                 {Job("SUSPENDED", "None", "n1", -1)},
+                 {Job("RUNNING"), Lines(2, 2)},
+                 {Job("COMPLETED", "None", "n1", 0)}};
+  Run(Assign());
+  EXPECT_TRUE(slurm.cancels.empty());
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_FALSE(sink.finished[0].infra_failure());
+  EXPECT_EQ(sink.UniqueSamples(), 2);
+}
+
+TEST_F(SlurmExecutorTest, AScancelThatIsLostIsSentAgainUntilTheJobEnds) {
+  slurm.cancel_failures = 2;
+  slurm.steps = {{Job("RUNNING"), Lines(1, 1), [&] { ctl.cancel.store(true); }}, {Job("RUNNING")}};
+  // The fake ends a job only on a scancel that succeeds.
+  Run(Assign());
+  ASSERT_GE(slurm.cancels.size(), 3u);
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_EQ(sink.finished[0].reason(), "cancelled");
+}
+
+TEST_F(SlurmExecutorTest, AStabilityRunThatIgnoresSigtermFailsAndSaysSo) {
+  auto a = Assign();
+  a.set_duration_ms(30);
+  slurm.steps = {{Job("RUNNING"), Lines(1, 1)}, {Job("RUNNING")}};
+  Run(a);
+  ASSERT_GE(slurm.cancels.size(), 2u);
+  EXPECT_EQ(slurm.cancels[0], "100 TERM");
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_FALSE(sink.finished[0].duration_reached());
+  EXPECT_THAT(sink.finished[0].reason(), HasSubstr("did not stop"));
+}
+
+TEST_F(SlurmExecutorTest, AStabilityRunStoppedAtItsDurationSucceeds) {
+  auto a = Assign();
+  a.set_duration_ms(30);
+  slurm.steps = {{Job("RUNNING"), Lines(1, 1)}, {Job("RUNNING")}};
+  slurm.end_on_term = true;
+  Run(a);
+  EXPECT_EQ(slurm.cancels, std::vector<std::string>{"100 TERM"});
+  ASSERT_EQ(sink.finished.size(), 1u);
+  EXPECT_TRUE(sink.finished[0].duration_reached());
+  EXPECT_EQ(sink.finished[0].reason(), "");
 }
 
 }  // namespace
