@@ -13,7 +13,8 @@ constexpr size_t kTailBytes = 4096;
 Result<std::unique_ptr<RunOutput>> RunOutput::Create(const v1::Assign& a, int batch_max_samples,
                                                      int batch_max_ms, Emit emit) {
   std::vector<MetricRule> rules;
-  for (const auto& m : a.metrics()) rules.push_back({m.name(), m.pattern(), m.json_key()});
+  for (const auto& m : a.metrics())
+    rules.push_back({m.name(), m.pattern(), m.json_key(), m.parser(), m.field()});
   auto extractor = MetricExtractor::Create(rules);
   if (!extractor.ok()) return extractor.status();
   std::unique_ptr<RunOutput> out(new RunOutput());

@@ -8,10 +8,17 @@ using json = nlohmann::json;
 
 std::vector<MetricRule> LaunchRecord::Rules() const {
   std::vector<MetricRule> out;
-  for (const auto& m : metrics) out.push_back({m.name, m.pattern, m.json_key});
+  for (const auto& m : metrics) out.push_back({m.name, m.pattern, m.json_key, m.parser, m.field});
   for (const auto& [tag, pattern] : skip_steps)
-    out.push_back({std::string(kSkipPrefix) + tag, pattern, ""});
+    out.push_back({std::string(kSkipPrefix) + tag, pattern, "", "", ""});
   return out;
+}
+
+std::string LaunchMetric::NoSampleReason() const {
+  if (!parser.empty())
+    return "no sample: no line of the " + parser + " format had the field " + field;
+  if (!json_key.empty()) return "no sample: no JSON-object line had the key \"" + json_key + "\"";
+  return "no sample: no line matched the pattern '" + pattern + "'";
 }
 
 Better LaunchRecord::BetterOf(std::string_view metric) const {
@@ -26,7 +33,7 @@ LaunchRecord MakeLaunchRecord(const WorkloadSpec& spec, const Launch& launch) {
   r.env = launch.env;
   r.files = launch.files;
   for (const auto& m : spec.metrics)
-    r.metrics.push_back({m.name, m.pattern, m.json_key, m.better, m.role});
+    r.metrics.push_back({m.name, m.pattern, m.json_key, m.better, m.role, m.parser, m.field});
   r.skip_steps = spec.run.skip_steps;
   r.timeout_ms = spec.run.timeout_ms;
   r.warmup_steps = spec.run.warmup_steps;
@@ -52,6 +59,11 @@ std::string LaunchRecordToJson(const LaunchRecord& r) {
                        {"json", m.json_key},
                        {"better", BetterName(m.better)},
                        {"role", RoleName(m.role)}});
+  for (size_t i = 0; i < r.metrics.size(); ++i)
+    if (!r.metrics[i].parser.empty()) {  // written only where set: older records stay as they were
+      metrics[i]["parser"] = r.metrics[i].parser;
+      metrics[i]["field"] = r.metrics[i].field;
+    }
   j["metrics"] = metrics;
   json skip = json::array();
   for (const auto& [tag, pattern] : r.skip_steps)
@@ -86,6 +98,8 @@ Result<LaunchRecord> LaunchRecordFromJson(std::string_view text) {
       x.name = m.at("name").get<std::string>();
       x.pattern = m.value("pattern", std::string());
       x.json_key = m.value("json", std::string());
+      x.parser = m.value("parser", std::string());
+      x.field = m.value("field", std::string());
       x.better =
           m.value("better", std::string("higher")) == "lower" ? Better::kLower : Better::kHigher;
       const std::string role = m.value("role", std::string("observed"));

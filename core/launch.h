@@ -21,7 +21,11 @@ struct LaunchMetric {
   std::string name, pattern, json_key;
   Better better = Better::kHigher;
   MetricRole role = MetricRole::kObserved;
+  std::string parser, field;  // a built-in format and its field (instead of pattern / json)
   bool operator==(const LaunchMetric&) const = default;
+  // Why a run has no sample of this metric, naming its source: "no sample: no line of the
+  // megatron format had the field tflops_per_gpu".
+  std::string NoSampleReason() const;
 };
 
 struct LaunchRecord {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/log_formats.h"
+
 namespace tunectl {
 
 bool ParseMetricValue(std::string_view text, double* out) {
@@ -44,8 +46,18 @@ Result<std::unique_ptr<MetricExtractor>> MetricExtractor::Create(
       if (auto it = named.find("step"); it != named.end()) c.step_group = it->second;
     } else if (!r.json_key.empty()) {
       x->has_json_ = true;
+    } else if (!r.parser.empty()) {
+      if (r.field.empty())
+        return Status::InvalidArgument("metrics." + r.name + ".field: empty; the " + r.parser +
+                                       " format's field this metric reads");
+      if (!x->parsers_.count(r.parser)) {
+        auto p = LogFormatParser::Create(r.parser);
+        if (!p.ok())
+          return Status::InvalidArgument("metrics." + r.name + ".parser: " + p.status().message());
+        x->parsers_[r.parser] = std::move(*p);
+      }
     } else {
-      return Status::InvalidArgument("metrics." + r.name + ": no pattern and no json key");
+      return Status::InvalidArgument("metrics." + r.name + ": no pattern, json key or parser");
     }
     x->rules_.push_back(std::move(c));
   }
@@ -65,8 +77,32 @@ int64_t MetricExtractor::NextStep(const std::string& metric, const int64_t* expl
 }
 
 void MetricExtractor::ProcessLine(std::string_view line, std::vector<ExtractedSample>* out) {
+  std::string clean;
+  if (line.find('\x1b') != std::string_view::npos) {
+    clean = StripAnsi(line);
+    line = clean;
+  }
+  for (size_t start = 0;;) {
+    const size_t cr = line.find('\r', start);
+    const size_t end = cr == std::string_view::npos ? line.size() : cr;
+    if (end > start) ProcessSegment(line.substr(start, end - start), out);
+    if (cr == std::string_view::npos) return;
+    start = cr + 1;
+  }
+}
+
+void MetricExtractor::ProcessSegment(std::string_view line, std::vector<ExtractedSample>* out) {
   const size_t first = out->size();
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  for (auto& [format, parser] : parsers_) {
+    parsed_.clear();
+    parser->Parse(line, &parsed_);
+    for (const auto& p : parsed_)
+      for (const auto& c : rules_)
+        if (c.rule.parser == format && c.rule.field == p.field) {
+          const int64_t step = p.step;
+          out->push_back({c.rule.name, NextStep(c.rule.name, step > 0 ? &step : nullptr), p.value});
+        }
+  }
   nlohmann::json obj;
   bool have_obj = false;
   if (has_json_) {

@@ -17,6 +17,9 @@ class RE2;
 
 namespace tunectl {
 
+class LogFormatParser;
+struct FormatSample;
+
 // A rule named "skip:<tag>" marks steps instead of measuring them (run.skip_steps): a matching
 // line emits a sample of metric "skip:<tag>", value 1, at group "step" (else group 1) of the line,
 // or, with no group, at the next step any metric reports.
@@ -29,6 +32,8 @@ struct MetricRule {
   std::string name;
   std::string pattern;   // group "value" (else group 1) is the value; group "step" the step
   std::string json_key;  // instead of pattern: KEY of a JSON-object line; its "step" key the step
+  std::string parser;    // instead of both: a built-in format (core/log_formats.h) …
+  std::string field;     // … and its field; the step is the one the line names
 };
 
 struct ExtractedSample {
@@ -42,8 +47,9 @@ class MetricExtractor {
   static Result<std::unique_ptr<MetricExtractor>> Create(const std::vector<MetricRule>& rules);
   ~MetricExtractor();
 
-  // Appends every sample found in `line` (without its newline). A metric without a step in the
-  // line gets the next number of its own counter, starting at 1.
+  // Appends every sample found in `line` (without its newline). ANSI escape sequences are
+  // removed first and a '\r' ends a line too (progress bars redraw with it). A metric without a
+  // step in the line gets the next number of its own counter, starting at 1.
   void ProcessLine(std::string_view line, std::vector<ExtractedSample>* out);
 
  private:
@@ -55,11 +61,14 @@ class MetricExtractor {
   };
   MetricExtractor() = default;
   int64_t NextStep(const std::string& metric, const int64_t* explicit_step);
+  void ProcessSegment(std::string_view line, std::vector<ExtractedSample>* out);
 
   std::vector<Compiled> rules_;
   bool has_json_ = false;
   std::vector<std::string> pending_skips_;  // skip rules waiting for the next reported step
   std::map<std::string, int64_t> last_step_;
+  std::map<std::string, std::unique_ptr<LogFormatParser>> parsers_;  // by format
+  std::vector<FormatSample> parsed_;
 };
 
 // Parses a metric value: decimal or E notation; thousands separators (1,234.5) are ignored.

@@ -192,8 +192,11 @@ std::optional<BaselineResult> BaselineOutcome(const WorkloadSpec& spec,
     if (any) continue;
     std::string why;
     if (samples == 0)
-      why = "no log line matched it in any of the " + std::to_string(succeeded.size()) +
-            " runs (check its pattern / json_key against the job's output)";
+      why = "no log line matched it in any of the " + std::to_string(succeeded.size()) + " runs (" +
+            (m.parser.empty() ? std::string("check its pattern / json key against the job's "
+                                            "output")
+                              : "no line of the " + m.parser + " format had the field " + m.field) +
+            ")";
     else if (nonfinite == samples)
       why = "all " + std::to_string(samples) + " of its samples were NaN/Inf";
     else

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/log_formats.h"
 #include "core/template.h"
 #include "core/text.h"
 
@@ -25,6 +26,13 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ")
     if (i) out += sep;
     out += v[i];
   }
+  return out;
+}
+
+// The built-in formats' names, for messages.
+std::string FormatNames() {
+  std::string out;
+  for (const auto& f : LogFormats()) out += (out.empty() ? "" : ", ") + f.name;
   return out;
 }
 
@@ -229,17 +237,65 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
   if (!n.IsMap())
     return c.Fail(path, "expected a mapping like {pattern: '...', better: higher}, got " +
                             Checker::Describe(n));
-  if (auto s = c.CheckKeys(
-          n, path,
-          {"pattern", "json", "unit", "better", "role", "min_effect", "tolerance", "description"});
+  if (auto s = c.CheckKeys(n, path,
+                           {"pattern", "json", "parser", "field", "unit", "better", "role",
+                            "min_effect", "tolerance", "description"});
       !s.ok())
     return s;
   MetricSpec m;
   m.name = name;
-  if (n["pattern"] && n["json"]) return c.Fail(path, "set either pattern or json, not both");
-  if (!n["pattern"] && !n["json"])
-    return c.Fail(path, "missing a source; set pattern: '<RE2 regex>' or json: <key>");
-  if (n["pattern"]) {
+  if ((n["pattern"] ? 1 : 0) + (n["json"] ? 1 : 0) + (n["parser"] ? 1 : 0) > 1)
+    return c.Fail(path, "set one source: pattern, json or parser");
+  if (!n["pattern"] && !n["json"] && !n["parser"])
+    return c.Fail(path,
+                  "missing a source; set pattern: '<RE2 regex>', json: <key> or parser: <format> ("
+                  "built in: " +
+                      FormatNames() + ")");
+  if (n["field"] && !n["parser"])
+    return c.Fail(path + ".field", "is the field of a parser; set parser: <format> too");
+  const FormatField* from = nullptr;  // the parser's field: default unit and better
+  if (n["parser"]) {
+    auto p = c.Scalar(n["parser"], path + ".parser");
+    if (!p.ok()) return p.status();
+    const LogFormat* format = FindLogFormat(*p);
+    if (!format)
+      return c.Fail(path + ".parser",
+                    Quote(*p) + " is not a built-in format; allowed: " + FormatNames());
+    std::string field = name;
+    if (n["field"]) {
+      auto f = c.Scalar(n["field"], path + ".field");
+      if (!f.ok()) return f.status();
+      field = *f;
+    }
+    for (const auto& f : format->fields)
+      if (f.name == field) from = &f;
+    // An unlisted name the format gives (an MoE loss, a user's CSV column): `better` is needed.
+    const bool open_name =
+        !from && !format->open_fields.empty() && !field.empty() &&
+        field.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos &&
+        (format->open_fields == "*" ||
+         (field.size() > format->open_fields.size() &&
+          field.compare(field.size() - format->open_fields.size(), std::string::npos,
+                        format->open_fields) == 0));
+    if (!from && !open_name) {
+      std::string names;
+      for (const auto& f : format->fields) names += (names.empty() ? "" : ", ") + f.name;
+      return c.Fail(path + (n["field"] ? ".field" : ".parser"),
+                    "the " + format->name + " format has no field " + Quote(field) +
+                        (n["field"] ? "" : " (the metric's name; set field: to pick one)") +
+                        "; its fields: " + names +
+                        (format->open_fields == "*" ? ", or any other key it prints, normalised"
+                         : format->open_fields.empty()
+                             ? ""
+                             : ", or any other *" + format->open_fields + " key it prints"));
+    }
+    m.parser = format->name;
+    m.field = field;
+    if (from) {
+      m.unit = from->unit;
+      m.better = from->better;
+    }
+  } else if (n["pattern"]) {
     auto p = c.Scalar(n["pattern"], path + ".pattern");
     if (!p.ok()) return p.status();
     RE2 re(*p, RE2::Quiet);
@@ -260,15 +316,17 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
     if (!u.ok()) return u.status();
     m.unit = *u;
   }
-  if (!n["better"]) return c.Fail(path + ".better", "missing; allowed: higher, lower");
-  auto b = c.Scalar(n["better"], path + ".better");
-  if (!b.ok()) return b.status();
-  if (*b == "higher")
-    m.better = Better::kHigher;
-  else if (*b == "lower")
-    m.better = Better::kLower;
-  else
-    return c.Fail(path + ".better", Quote(*b) + " is not allowed; allowed: higher, lower");
+  if (!n["better"] && !from) return c.Fail(path + ".better", "missing; allowed: higher, lower");
+  if (n["better"]) {  // a parser's field says which way is better unless the workload does
+    auto b = c.Scalar(n["better"], path + ".better");
+    if (!b.ok()) return b.status();
+    if (*b == "higher")
+      m.better = Better::kHigher;
+    else if (*b == "lower")
+      m.better = Better::kLower;
+    else
+      return c.Fail(path + ".better", Quote(*b) + " is not allowed; allowed: higher, lower");
+  }
   if (n["role"]) {
     auto r = c.Scalar(n["role"], path + ".role");
     if (!r.ok()) return r.status();
@@ -689,6 +747,10 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
     ordered_json mj;
     if (!m.pattern.empty()) mj["pattern"] = m.pattern;
     if (!m.json_key.empty()) mj["json"] = m.json_key;
+    if (!m.parser.empty()) {
+      mj["parser"] = m.parser;
+      mj["field"] = m.field;
+    }
     if (!m.unit.empty()) mj["unit"] = m.unit;
     mj["better"] = BetterName(m.better);
     mj["role"] = RoleName(m.role);

@@ -34,8 +34,10 @@ const char* RoleName(MetricRole r);
 
 struct MetricSpec {
   std::string name;
-  std::string pattern;  // RE2; exactly one of pattern / json_key is set
+  std::string pattern;  // RE2; exactly one of pattern / json_key / parser is set
   std::string json_key;
+  std::string parser;  // a built-in format (core/log_formats.h) …
+  std::string field;   // … and its field (default: the metric's name)
   std::string unit;
   Better better = Better::kHigher;
   MetricRole role = MetricRole::kObserved;

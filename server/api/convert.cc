@@ -131,6 +131,8 @@ void ToProto(const LaunchPlan& p, v1::Assign* out) {
     r->set_name(m.name);
     r->set_pattern(m.pattern);
     r->set_json_key(m.json_key);
+    r->set_parser(m.parser);
+    r->set_field(m.field);
   }
   out->set_timeout_ms(p.timeout_ms);
   out->set_duration_ms(p.duration_ms);

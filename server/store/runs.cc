@@ -573,6 +573,9 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
       int nonfinite = 0;
       for (const auto& sv : values) nonfinite += std::isfinite(sv.value) ? 0 : 1;
       std::string warnings;
+      if (values.empty())  // say which source found nothing, not only that nothing is there
+        for (const auto& m : launch->metrics)
+          if (m.name == metric) warnings = m.NoSampleReason();
       for (const auto& x : s.warnings) warnings += (warnings.empty() ? "" : "; ") + x;
       if (auto it = skipped.find(metric); it != skipped.end())
         warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +

@@ -16,6 +16,7 @@ params: {nw: {type: int, default: 2}}
 metrics:
   sps: {pattern: 'sps: ([0-9.]+)', better: higher, role: primary}
   step_ms: {json: step_ms, better: lower}
+  tflops: {parser: megatron, field: tflops_per_gpu}
 run: {warmup_steps: 3, timeout: 5m, skip_steps: {checkpoint: 'saving'}}
 )");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -29,8 +30,21 @@ run: {warmup_steps: 3, timeout: 5m, skip_steps: {checkpoint: 'saving'}}
   EXPECT_EQ(back->timeout_ms, 60000 + 300000);
   EXPECT_EQ(back->warmup_steps, 3);
   EXPECT_EQ(back->BetterOf("step_ms"), Better::kLower);
-  ASSERT_EQ(back->Rules().size(), 3u);
-  EXPECT_EQ(back->Rules()[2].name, "skip:checkpoint");
+  ASSERT_EQ(back->Rules().size(), 4u);
+  EXPECT_EQ(back->Rules()[2].parser, "megatron");
+  EXPECT_EQ(back->Rules()[2].field, "tflops_per_gpu");
+  EXPECT_EQ(back->Rules()[3].name, "skip:checkpoint");
+}
+
+TEST(LaunchMetric, SaysWhichSourceFoundNoSample) {
+  EXPECT_EQ((LaunchMetric{"t", "", "", Better::kHigher, MetricRole::kObserved, "megatron",
+                          "tflops_per_gpu"})
+                .NoSampleReason(),
+            "no sample: no line of the megatron format had the field tflops_per_gpu");
+  EXPECT_EQ((LaunchMetric{"l", "", "loss"}).NoSampleReason(),
+            "no sample: no JSON-object line had the key \"loss\"");
+  EXPECT_EQ((LaunchMetric{"s", "sps: ([0-9]+)"}).NoSampleReason(),
+            "no sample: no line matched the pattern 'sps: ([0-9]+)'");
 }
 
 TEST(LaunchRecord, ReadsRecordsWrittenBeforeDurationAndSkipSteps) {

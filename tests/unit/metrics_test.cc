@@ -28,6 +28,46 @@ TEST(MetricExtractor, NamedValueGroupAndCountedSteps) {
   EXPECT_EQ(s[1].step, 2);
 }
 
+TEST(MetricExtractor, ACarriageReturnEndsALineSoEveryProgressBarUpdateCounts) {
+  auto s = Extract({{"loss", "loss=(?P<value>[0-9.]+)", ""}},
+                   {"it 1 loss=1.0\rit 2 loss=0.9\rit 3 loss=0.8\r"});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_DOUBLE_EQ(s[2].value, 0.8);
+  EXPECT_EQ(s[2].step, 3);
+}
+
+TEST(MetricExtractor, AnsiColourCodesAreRemovedBeforeMatching) {
+  auto s = Extract({{"loss", "loss: (?P<value>[0-9.]+)", ""}}, {"\x1b[32mloss: \x1b[0m2.5\x1b[K"});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].value, 2.5);
+}
+
+TEST(MetricExtractor, AParserRuleReadsItsFieldAtTheStepTheLineNames) {
+  MetricRule iter{"iter", "", "", "megatron", "iter_ms"};
+  MetricRule loss{"loss", "", "", "megatron", "lm_loss"};
+  // Megatron-LM issue #756 (16xH100).
+  auto s = Extract(
+      {iter, loss},
+      {" [2024-04-06 02:55:45] iteration        2/     100 | consumed samples:          256 | "
+       "elapsed time per iteration (ms): 5630.1 | throughput per GPU (TFLOP/s/GPU): 231.9 | "
+       "learning rate: 4.000000E-07 | global batch size:   128 | lm loss: 2.021530E+00 | "
+       "loss scale: 1.0 | grad norm: 6.895 | number of skipped iterations:   0 | number of nan "
+       "iterations:   0 |",
+       "unrelated line"});
+  ASSERT_EQ(s.size(), 2u);
+  for (const auto& x : s) EXPECT_EQ(x.step, 2);
+  EXPECT_EQ(s[0].metric, "iter");
+  EXPECT_DOUBLE_EQ(s[0].value, 5630.1);
+  EXPECT_EQ(s[1].metric, "loss");
+  EXPECT_DOUBLE_EQ(s[1].value, 2.02153);
+}
+
+TEST(MetricExtractor, AnUnknownParserIsRefusedNamingTheMetric) {
+  auto x = MetricExtractor::Create({{"m", "", "", "nope", "f"}});
+  ASSERT_FALSE(x.ok());
+  EXPECT_NE(x.status().message().find("metrics.m.parser"), std::string::npos);
+}
+
 TEST(MetricExtractor, FirstGroupWhenNoValueGroup) {
   auto s = Extract({{"t", "(step_time)_ms: ([0-9.]+)", ""}}, {"step_time_ms: 13.5"});
   // group 1 is "step_time", not a number: the line yields nothing rather than a wrong value

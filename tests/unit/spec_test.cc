@@ -180,6 +180,75 @@ TEST(WorkloadSpec, RejectsBadBetterRoleAndTwoPrimaries) {
   EXPECT_THAT(r.status().message(), HasSubstr("a second primary metric"));
 }
 
+TEST(WorkloadSpec, AParserMetricTakesItsUnitAndBetterFromTheFormatsField) {
+  auto r = ParseWorkloadSpec(Replace(
+      kDemo, "  loss:          {json: loss, better: lower, role: guardrail, tolerance: 0.01}",
+      "  loss:          {parser: megatron, field: lm_loss, role: guardrail}\n"
+      "  iter_ms:       {parser: megatron}"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const MetricSpec* loss = nullptr;
+  const MetricSpec* iter = nullptr;
+  for (const auto& m : r->metrics) {
+    if (m.name == "loss") loss = &m;
+    if (m.name == "iter_ms") iter = &m;
+  }
+  ASSERT_TRUE(loss && iter);
+  EXPECT_EQ(loss->parser, "megatron");
+  EXPECT_EQ(loss->field, "lm_loss");
+  EXPECT_EQ(loss->better, Better::kLower);
+  EXPECT_EQ(iter->field, "iter_ms");  // the metric's name
+  EXPECT_EQ(iter->better, Better::kLower);
+  EXPECT_EQ(iter->unit, "ms");
+  // The canonical JSON keeps the source, and reads back the same.
+  const std::string j = WorkloadSpecToJson(*r);
+  auto b = ParseWorkloadSpec(j, "json");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(WorkloadSpecToJson(*b), j);
+}
+
+TEST(WorkloadSpec, AnUnlistedNameAnOpenFormatGivesNeedsBetter) {
+  // Megatron prints every "<name> loss" key (an MoE model's load_balancing_loss, sop_loss).
+  auto r = ParseWorkloadSpec(Replace(kDemo, "{json: loss, better: lower,",
+                                     "{parser: megatron, field: sop_loss, better: lower,"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  r = ParseWorkloadSpec(
+      Replace(kDemo, "{json: loss, better: lower,", "{parser: megatron, field: sop_loss,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.loss.better: missing"));
+  r = ParseWorkloadSpec(Replace(kDemo, "{json: loss, better: lower,",
+                                "{parser: megatron, field: sop_lossy, better: lower,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("or any other *_loss key it prints"));
+  r = ParseWorkloadSpec(Replace(kDemo, "{json: loss, better: lower,",
+                                "{parser: hf_trainer, field: eval_rouge1, better: higher,"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+}
+
+TEST(WorkloadSpec, RejectsAnUnknownFormatOrFieldListingWhatIsAllowed) {
+  auto r = ParseWorkloadSpec(Replace(kDemo, "{json: loss, better: lower,", "{parser: megatorn,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("metrics.loss.parser: \"megatorn\" is not a built-in format; allowed: "
+                        "megatron, "));
+  r = ParseWorkloadSpec(Replace(kDemo, "{json: loss, better: lower,", "{parser: megatron,"));
+  ASSERT_FALSE(r.ok());  // "loss" is not a megatron field
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.loss.parser: the megatron format has no "
+                                              "field \"loss\""));
+  EXPECT_THAT(r.status().message(), HasSubstr("lm_loss"));
+  r = ParseWorkloadSpec(
+      Replace(kDemo, "{json: loss, better: lower,", "{parser: megatron, field: nope,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.loss.field: the megatron format has no"));
+  r = ParseWorkloadSpec(
+      Replace(kDemo, "{json: loss, better: lower,", "{json: loss, parser: nanogpt,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("set one source: pattern, json or parser"));
+  r = ParseWorkloadSpec(
+      Replace(kDemo, "{json: loss, better: lower,", "{json: loss, field: x, better: lower,"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("metrics.loss.field: is the field of a parser"));
+}
+
 TEST(WorkloadSpec, RejectsCoupledGroupWithUnknownParam) {
   auto r = ParseWorkloadSpec(Replace(kDemo, "[[num_workers, steps]]", "[[num_workers, batch]]"));
   ASSERT_FALSE(r.ok());
