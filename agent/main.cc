@@ -171,13 +171,9 @@ int main(int argc, char** argv) {
     opts.executor.runs_dir = base + "/agent-" + opts.name + "/runs";
   }
   opts.spool_dir = spool == "default" ? opts.executor.runs_dir + "/.spool" : spool;
-  if (executor_kind == "slurm") {  // the sbatch options, checked once on a job of no consequence
-    tunectl::SbatchJob probe;
-    probe.run_id = probe.attempt = 1;
-    probe.argv = {"true"};
-    probe.run_dir = opts.executor.runs_dir + "/probe";
-    if (auto r = tunectl::RenderSbatch(probe, slurm.slurm); !r.ok()) {
-      std::cerr << "--partition/--account/--qos/--sbatch-option: " << r.status().message() << "\n";
+  if (executor_kind == "slurm") {
+    if (auto st = tunectl::CheckSlurmOptions(slurm.slurm); !st.ok()) {
+      std::cerr << "--partition/--account/--qos/--sbatch-option: " << st.message() << "\n";
       return 2;
     }
   }

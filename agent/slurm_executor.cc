@@ -81,13 +81,6 @@ class FileTail {
   std::string partial_;
 };
 
-bool NodeRefusedPin(const std::string& reason) {
-  for (const char* r :
-       {"ReqNodeNotAvail", "NodeDown", "BadConstraints", "PartitionNodeLimit", "InvalidNodeName"})
-    if (reason.rfind(r, 0) == 0) return true;
-  return false;
-}
-
 }  // namespace
 
 // ---- SlurmCli --------------------------------------------------------------------------------
@@ -422,13 +415,8 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
     const SlurmPhase phase = PhaseOf(job.state);
     // Requeued (a node failure, a preemption, `scontrol requeue`): the execution we followed is
     // over and Slurm would start another into the same attempt. Stop it; the server retries.
-    // (A suspended job is the same execution, paused: not a restart.)
     const bool suspended = job.state == "SUSPENDED" || job.state == "STOPPED";
-    const bool restarted = started && !stop_sent && !suspended &&
-                           (phase == SlurmPhase::kPending || job.restarts > 0 ||
-                            (phase == SlurmPhase::kRunning && !job.start_time.empty() &&
-                             !seen_start.empty() && job.start_time != seen_start));
-    if (restarted) {
+    if (started && !stop_sent && IsAnotherExecution(job, seen_start)) {
       infra_reason = "requeued by Slurm (" + job.state +
                      (job.reason.empty() || job.reason == "None" ? "" : ", " + job.reason) +
                      "): Slurm job " + job_id + " was stopped; the run is retried";
@@ -446,7 +434,7 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
                            ")");
       }
       if (!stop_sent && !started && !PinnedNodes(experiment).empty() && !resumed &&
-          NodeRefusedPin(job.reason) && placement.rfind("on the nodes", 0) == 0) {
+          PinnedNodesRefused(job.reason) && placement.rfind("on the nodes", 0) == 0) {
         // The pinned nodes cannot take it (down, not in the partition): let Slurm place it.
         if (!CancelJob(job_id).ok()) continue;  // asked again at the next look
         const std::string old = job_id;

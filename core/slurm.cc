@@ -343,6 +343,30 @@ Result<std::string> RenderSbatch(const SbatchJob& job, const SlurmOptions& opts)
 
 // ---- parsing ---------------------------------------------------------------------------------
 
+Status CheckSlurmOptions(const SlurmOptions& opts) {
+  SbatchJob probe;  // a job of no consequence: only the options can be refused
+  probe.run_id = probe.attempt = 1;
+  probe.argv = {"true"};
+  probe.run_dir = "/tmp";
+  auto r = RenderSbatch(probe, opts);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+bool IsAnotherExecution(const SlurmJobInfo& job, const std::string& seen_start) {
+  if (job.state == "SUSPENDED" || job.state == "STOPPED") return false;
+  const SlurmPhase phase = PhaseOf(job.state);
+  return phase == SlurmPhase::kPending || job.restarts > 0 ||
+         (phase == SlurmPhase::kRunning && !job.start_time.empty() && !seen_start.empty() &&
+          job.start_time != seen_start);
+}
+
+bool PinnedNodesRefused(std::string_view reason) {
+  for (std::string_view r :
+       {"ReqNodeNotAvail", "NodeDown", "BadConstraints", "PartitionNodeLimit", "InvalidNodeName"})
+    if (reason.substr(0, r.size()) == r) return true;
+  return false;
+}
+
 Result<std::optional<SlurmJobInfo>> ParseSqueue(std::string_view out, std::string_view job_id) {
   std::optional<SlurmJobInfo> found;
   for (std::string_view line : Lines(out)) {

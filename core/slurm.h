@@ -133,6 +133,19 @@ struct SlurmEnd {
 // with signal 15 or 9 (`scancel --signal=TERM --full` of a batch job ends FAILED, ExitCode 0:15).
 SlurmEnd ClassifySlurmEnd(const SlurmJobInfo& job, bool cancelled_by_agent);
 
+// The agent's options on their own (checked once at its start): what RenderSbatch would refuse
+// for every job (a newline in --partition, an --sbatch-option that is not an option).
+Status CheckSlurmOptions(const SlurmOptions& opts);
+
+// Is `job` another execution than the one the agent followed (started at `seen_start`, Slurm's
+// StartTime when it was first seen running)? A requeue (node failure, preemption, `scontrol
+// requeue`) shows as pending again, a restart count, or another StartTime. A suspended job is the
+// same execution, paused.
+bool IsAnotherExecution(const SlurmJobInfo& job, const std::string& seen_start);
+// A pending reason saying the nodes named by --nodelist cannot take the job (down, not in the
+// partition, too few): the job should be placed anywhere instead of waiting.
+bool PinnedNodesRefused(std::string_view reason);
+
 // sbatch/squeue/scontrol's stderr says the controller did not answer (worth retrying), as opposed
 // to a refusal (an unknown partition, an impossible request) that a retry would not change.
 bool IsTransientSlurmError(std::string_view stderr_text);

@@ -36,7 +36,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-
 // A real Slurm output from tests/fixtures/slurm/.
 std::string Fixture(const std::string& name) {
   return testing::Fixture("slurm", name);
@@ -798,6 +797,50 @@ TEST(SlurmTransient, ARefusalIsNot) {
         "scontrol_unknown.err", "squeue_unknown.err", "sacct_disabled.err"})
     EXPECT_FALSE(IsTransientSlurmError(Fixture(f))) << f;
   EXPECT_FALSE(IsTransientSlurmError(""));
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+SlurmJobInfo Seen(const std::string& state, const std::string& start, int restarts = 0) {
+  SlurmJobInfo j;
+  j.id = "9";
+  j.state = state;
+  j.start_time = start;
+  j.restarts = restarts;
+  return j;
+}
+
+TEST(SlurmExecution, ARequeueIsAnotherExecutionAndASuspensionIsNot) {
+  const std::string t = "2026-12-05T07:00:00";
+  EXPECT_FALSE(IsAnotherExecution(Seen("RUNNING", t), t));
+  EXPECT_FALSE(IsAnotherExecution(Seen("COMPLETED", t), t));
+  EXPECT_FALSE(IsAnotherExecution(Seen("SUSPENDED", t), t));
+  EXPECT_TRUE(IsAnotherExecution(Seen("PENDING", ""), t));  // requeued, waiting again
+  EXPECT_TRUE(IsAnotherExecution(Seen("RUNNING", t, 1), t));
+  // Real Slurm 22.05 right after `scontrol requeue`: COMPLETING with a new StartTime.
+  EXPECT_TRUE(IsAnotherExecution(Seen("COMPLETING", "2026-12-05T07:03:10"), t));
+  EXPECT_FALSE(IsAnotherExecution(Seen("RUNNING", t), ""));  // nothing seen yet to compare
+}
+
+TEST(SlurmExecution, PinnedNodesThatCannotTakeTheJobAreRecognisedByItsReason) {
+  EXPECT_TRUE(PinnedNodesRefused("ReqNodeNotAvail, UnavailableNodes:gpu07"));
+  EXPECT_TRUE(PinnedNodesRefused("NodeDown"));
+  EXPECT_FALSE(PinnedNodesRefused("Resources"));  // busy: waiting for them is the point
+  EXPECT_FALSE(PinnedNodesRefused("Priority"));
+}
+
+TEST(SlurmExecution, TheAgentsOptionsAreCheckedOnTheirOwn) {
+  EXPECT_TRUE(CheckSlurmOptions({}).ok());
+  SlurmOptions bad;
+  bad.extra = {"constraint=a100"};  // not an option
+  EXPECT_FALSE(CheckSlurmOptions(bad).ok());
+  SlurmOptions nl;
+  nl.partition = "gpu\nx";
+  EXPECT_FALSE(CheckSlurmOptions(nl).ok());
 }
 
 }  // namespace
