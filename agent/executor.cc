@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/run_output.h"
+#include "core/text.h"
 #include "sys/files.h"
 
 namespace tunectl {
@@ -29,6 +30,15 @@ Resources ResourcesOf(const v1::Assign& a) {
   out.mem_mb = r.mem_mb();
   out.time_ms = r.time_ms();
   return out;
+}
+
+SideSourceOptions SideSourcesFor(const ExecutorOptions& o, const std::string& run_dir,
+                                 const std::string& node) {
+  SideSourceOptions so;
+  so.run_dir = run_dir;
+  so.node = node;
+  so.exporters = o.exporters;
+  return so;
 }
 
 std::string RunDirOf(const ExecutorOptions& o, int64_t run_id, int attempt) {
@@ -136,6 +146,10 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
                                [&](const v1::MetricBatch& b, int64_t) { sink.OnBatch(b); });
   if (!out.ok()) return finish("launch_failed: " + out.status().message(), 127);
   RunOutput& output = **out;
+  if (auto st = output.ReadSideSources(a, SideSourcesFor(opts_, run_dir, "127.0.0.1"),
+                                       opts_.http ? opts_.http : &http_);
+      !st.ok())
+    return finish("launch_failed: " + st.message(), 127);
 
   ProcessSpec spec;
   if (!slot.cpus.empty()) spec.argv = {"taskset", "-c", slot.cpus};  // the slot's CPU set
@@ -228,7 +242,7 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
   // A run ends with its job: what it left behind (a daemon, a setsid child) is stopped too.
   if (const int left = SignalProcessesWithEnv(tag, SIGKILL); left > 0)
     sink.OnLeftovers(a.run_id(), left);
-  output.Flush();
+  output.Finish();
   seq = output.seq();
   log.flush();
   // A log that could not be written (a full disk) is the run's error, not a silent truncation.
@@ -238,6 +252,8 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
   }
   fin.set_signal(st.signal);
   fin.set_lines(output.lines());
+  for (const auto& [metric, note] : output.Notes())
+    (*fin.mutable_metric_notes())[metric] = SanitizeUtf8(note, 1024);
   fin.set_stderr_tail(output.StderrTail());
   if (reason == "timeout") reason = "timeout after " + std::to_string(a.timeout_ms() / 1000) + "s";
   if (duration_reached && reason.empty() && st.signal != SIGKILL) {

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "agent/http_get.h"
+#include "agent/side_sources.h"
 #include "core/spec.h"
 #include "core/status.h"
 #include "sys/process.h"
@@ -25,7 +28,16 @@ struct ExecutorOptions {
   // Every job gets TUNECTL_JOB=<this><run>-<attempt>| in its environment, so that its whole
   // tree (setsid and daemonised children too) can be found and stopped; "" = "<runs_dir>|".
   std::string job_tag = "";
+  // What `prometheus: node` and `prometheus: dcgm` scrape ({node}: the node the run is on), from
+  // --node-exporter and --dcgm-exporter.
+  std::map<std::string, std::string> exporters = {{"node", "http://{node}:9100/metrics"},
+                                                  {"dcgm", "http://{node}:9400/metrics"}};
+  HttpGetter* http = nullptr;  // scrapes go through it; null: a PosixHttpGetter (not owned)
 };
+
+// The side sources of a run in `run_dir` on `node`, with these options.
+SideSourceOptions SideSourcesFor(const ExecutorOptions& o, const std::string& run_dir,
+                                 const std::string& node);
 
 // <runs_dir>/<run>-<attempt>: the run directory of one attempt.
 std::string RunDirOf(const ExecutorOptions& o, int64_t run_id, int attempt);
@@ -106,6 +118,7 @@ class LocalExecutor : public Executor {
  private:
   ProcessLauncher* launcher_;
   ExecutorOptions opts_;
+  PosixHttpGetter http_;
 };
 
 // "0,1,2,3" or "0-3,8" -> the list of ids, in order. InvalidArgument naming `flag` otherwise.

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/text.h"
 #include "sys/files.h"
 
 namespace tunectl {
@@ -149,8 +150,10 @@ void JobReport::Started(const std::string& node, const std::string& external_id,
 
 void JobReport::Finish(const std::string& reason, int exit_code, bool job_over) {
   if (output_) {
-    output_->Flush();
+    output_->Finish();
     fin_.set_lines(output_->lines());
+    for (const auto& [metric, note] : output_->Notes())
+      (*fin_.mutable_metric_notes())[metric] = SanitizeUtf8(note, 1024);
     fin_.set_stderr_tail(output_->StderrTail());
   }
   fin_.set_reason(reason);

@@ -28,6 +28,12 @@ int main(int argc, char** argv) {
                  "working directory of launched jobs (default: the current directory)");
   app.add_option("--runs-dir", opts.executor.runs_dir,
                  "where run directories (generated files, output.log) go");
+  app.add_option("--node-exporter", opts.executor.exporters["node"],
+                 "what a workload's `prometheus: node` metrics scrape; {node} is the run's node")
+      ->capture_default_str();
+  app.add_option("--dcgm-exporter", opts.executor.exporters["dcgm"],
+                 "what a workload's `prometheus: dcgm` metrics scrape; {node} is the run's node")
+      ->capture_default_str();
   app.add_option("--batch-samples", opts.executor.batch_max_samples,
                  "send a metric batch at this many samples")
       ->capture_default_str()

@@ -10,12 +10,19 @@ constexpr size_t kTailLines = 20;
 constexpr size_t kTailBytes = 4096;
 }  // namespace
 
-Result<std::unique_ptr<RunOutput>> RunOutput::Create(const v1::Assign& a, int batch_max_samples,
-                                                     int batch_max_ms, Emit emit) {
+namespace {
+std::vector<MetricRule> RulesOf(const v1::Assign& a) {
   std::vector<MetricRule> rules;
   for (const auto& m : a.metrics())
-    rules.push_back({m.name(), m.pattern(), m.json_key(), m.parser(), m.field()});
-  auto extractor = MetricExtractor::Create(rules);
+    rules.push_back({m.name(), m.pattern(), m.json_key(), m.parser(), m.field(), m.expr(),
+                     m.prometheus(), m.match(), m.every_ms(), m.agg(), m.tensorboard()});
+  return rules;
+}
+}  // namespace
+
+Result<std::unique_ptr<RunOutput>> RunOutput::Create(const v1::Assign& a, int batch_max_samples,
+                                                     int batch_max_ms, Emit emit) {
+  auto extractor = MetricExtractor::Create(RulesOf(a));
   if (!extractor.ok()) return extractor.status();
   std::unique_ptr<RunOutput> out(new RunOutput());
   out->run_id_ = a.run_id();
@@ -42,18 +49,49 @@ void RunOutput::Line(Stream s, std::string_view line, std::ostream* log) {
   found_.clear();
   extractor_->ProcessLine(line, &found_);  // always: steps without a number count every line
   if (lines_ <= skip_through_) return;     // sent before a restart
+  AddFound(lines_);
+}
+
+void RunOutput::AddSideSamples(bool final) {
+  if (!sides_) return;
+  found_.clear();
+  sides_->Poll(SteadyClock::now(), final, &found_);
+  if (found_.empty()) return;
+  extractor_->Derive(0, &found_);
+  AddFound(0);  // not from a line
+}
+
+void RunOutput::AddFound(int64_t line_no) {
   for (const auto& x : found_) {
     if (batch_.samples_size() == 0) batch_started_ = SteadyClock::now();
     auto* ps = batch_.add_samples();
     ps->set_metric(x.metric);
     ps->set_step(x.step);
     ps->set_value(x.value);
-    ps->set_line_no(lines_);
+    ps->set_line_no(line_no);
   }
   if (batch_.samples_size() >= batch_max_samples_) Flush();
 }
 
+Status RunOutput::ReadSideSources(const v1::Assign& a, SideSourceOptions opts, HttpGetter* http) {
+  opts.profile = a.profile();
+  auto sides = SideSources::Create(RulesOf(a), std::move(opts), http);
+  if (!sides.ok()) return sides.status();
+  if (!(*sides)->empty()) sides_ = std::move(*sides);
+  return Status::Ok();
+}
+
+void RunOutput::Finish() {
+  AddSideSamples(true);
+  Flush();
+}
+
+std::map<std::string, std::string> RunOutput::Notes() const {
+  return sides_ ? sides_->Notes() : std::map<std::string, std::string>{};
+}
+
 void RunOutput::Tick() {
+  AddSideSamples(false);
   if (batch_.samples_size() > 0 &&
       SteadyClock::now() - batch_started_ >= std::chrono::milliseconds(batch_max_ms_))
     Flush();

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "agent/side_sources.h"
 #include "core/metrics.h"
 #include "core/status.h"
 #include "sys/process.h"
@@ -34,8 +36,15 @@ class RunOutput {
   void ResumeAfter(int64_t sent_seq, int64_t sent_lines);
   // One line, without its newline. `log` (may be null) gets it prefixed "O " or "E ".
   void Line(Stream s, std::string_view line, std::ostream* log = nullptr);
-  void Tick();   // sends the open batch once its oldest sample is batch_max_ms old
-  void Flush();  // sends the open batch now
+  // The assignment's metrics read beside the lines (scrapes, event files), polled by Tick from
+  // now on. InvalidArgument naming the metric whose source does not parse. `http` not owned.
+  Status ReadSideSources(const v1::Assign& a, SideSourceOptions opts, HttpGetter* http);
+  void Tick();    // polls the side sources; sends the open batch once its oldest sample is
+                  // batch_max_ms old
+  void Flush();   // sends the open batch now
+  void Finish();  // the job has ended: the side sources read to their end, then Flush
+  // Per metric, what went wrong with a side source (RunFinished.metric_notes).
+  std::map<std::string, std::string> Notes() const;
 
   int64_t seq() const { return seq_; }
   int64_t lines() const { return lines_; }
@@ -50,7 +59,10 @@ class RunOutput {
   int batch_max_samples_ = 500;
   int batch_max_ms_ = 1000;
   Emit emit_;
+  void AddSideSamples(bool final);
+  void AddFound(int64_t line_no);  // found_ into the open batch; flushes a full one
   std::unique_ptr<MetricExtractor> extractor_;
+  std::unique_ptr<SideSources> sides_;
   std::vector<ExtractedSample> found_;
   v1::MetricBatch batch_;
   SteadyClock::time_point batch_started_{};

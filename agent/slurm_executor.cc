@@ -8,6 +8,7 @@
 
 #include "agent/job_record.h"
 #include "agent/run_output.h"
+#include "core/text.h"
 #include "sys/files.h"
 
 namespace tunectl {
@@ -463,6 +464,14 @@ void SlurmExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Ru
       record.SaveStart(job.start_time);
       Pin(experiment, job.nodes);
       report.Started(job.nodes, job_id, placement.empty() ? "Slurm job " + job_id : placement);
+      // Scrapes go to the job's (first) node; its event files are in the shared run directory.
+      if (Status st =
+              output.ReadSideSources(a, SideSourcesFor(opts_, run_dir, FirstNodeOf(job.nodes)),
+                                     opts_.http ? opts_.http : &http_);
+          !st.ok())
+        for (const auto& m : a.metrics())
+          if (!m.prometheus().empty() || !m.tensorboard().empty())
+            (*report.fin().mutable_metric_notes())[m.name()] = SanitizeUtf8(st.message(), 1024);
     }
     if (phase != SlurmPhase::kEnded) continue;
 

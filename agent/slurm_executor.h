@@ -96,6 +96,7 @@ class SlurmExecutor : public Executor {
   SlurmClient* client_;
   ExecutorOptions opts_;
   SlurmExecutorOptions sopts_;
+  PosixHttpGetter http_;
   std::mutex mu_;  // guards the pins' files
 };
 

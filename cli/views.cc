@@ -200,7 +200,8 @@ ojson RunJson(const v1::Run& r) {
                   {"max", m.max()},
                   {"usable", m.usable()},
                   {"detected_warmup", m.detected_warmup()},
-                  {"warnings", m.warnings()}});
+                  {"warnings", m.warnings()},
+                  {"source", m.source()}});
   j["metrics"] = ms;
   j["stderr_tail"] = r.stderr_tail();
   j["created_at"] = r.created_at();
@@ -263,6 +264,9 @@ std::string RunDetail(const v1::Run& r) {
            m.steady() ? FormatNumber(m.min()) : "-", m.steady() ? FormatNumber(m.max()) : "-",
            m.warnings().empty() ? "ok" : m.warnings()});
     out += "\n" + RenderTable(t);
+    out += "\nsources:\n";
+    for (const auto& m : r.metrics())
+      out += "  " + m.metric() + ": " + (m.source().empty() ? "-" : m.source()) + "\n";
   }
   if (!r.stderr_tail().empty()) out += "\nstderr (last lines):\n" + r.stderr_tail();
   return out;

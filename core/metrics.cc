@@ -56,12 +56,71 @@ Result<std::unique_ptr<MetricExtractor>> MetricExtractor::Create(
           return Status::InvalidArgument("metrics." + r.name + ".parser: " + p.status().message());
         x->parsers_[r.parser] = std::move(*p);
       }
+    } else if (!r.prometheus.empty() || !r.tensorboard.empty()) {
+      continue;  // read by the agent's side sources, not from lines
+    } else if (!r.expr.empty()) {
+      auto e = DerivedExpr::Parse(r.expr);
+      if (!e.ok())
+        return Status::InvalidArgument("metrics." + r.name + ".expr: " + e.status().message());
+      x->derived_.push_back({r.name, std::move(*e)});
+      continue;  // computed from other samples, not read from lines
     } else {
-      return Status::InvalidArgument("metrics." + r.name + ": no pattern, json key or parser");
+      return Status::InvalidArgument("metrics." + r.name +
+                                     ": no pattern, json key, parser or expr");
     }
     x->rules_.push_back(std::move(c));
   }
+  if (x->derived_.empty()) return x;
+  std::set<std::string> names;
+  for (const auto& r : rules)
+    if (!IsSkipRule(r.name)) names.insert(r.name);
+  std::map<std::string, std::vector<std::string>> inputs;
+  std::map<std::string, DerivedExpr> by_name;
+  for (auto& d : x->derived_) {
+    for (const auto& in : d.expr.inputs()) {
+      if (!names.count(in))
+        return Status::InvalidArgument("metrics." + d.name + ".expr: " + in +
+                                       " is not a metric of this run");
+      x->feeds_.insert(in);
+    }
+    inputs[d.name] = d.expr.inputs();
+    by_name.emplace(d.name, std::move(d.expr));
+  }
+  auto order = OrderDerived(inputs);
+  if (!order.ok()) return order.status();
+  x->derived_.clear();
+  for (const auto& name : *order) x->derived_.push_back({name, std::move(by_name.at(name))});
   return x;
+}
+
+void MetricExtractor::EmitDerived(size_t first, std::vector<ExtractedSample>* out) {
+  std::set<int64_t> touched;
+  const size_t end = out->size();
+  for (size_t i = first; i < end; ++i) {
+    const ExtractedSample& s = (*out)[i];
+    if (!feeds_.count(s.metric)) continue;
+    PendingStep& p = pending_[s.step];
+    if (p.tried.empty()) p.tried.assign(derived_.size(), false);
+    p.values.emplace(s.metric, s.value);  // the first value at a step counts
+    touched.insert(s.step);
+  }
+  for (int64_t step : touched) {
+    auto it = pending_.find(step);
+    if (it == pending_.end()) continue;
+    PendingStep& p = it->second;
+    for (size_t d = 0; d < derived_.size(); ++d) {  // dependency order: derived of derived
+      if (p.tried[d]) continue;
+      bool ready = true;
+      for (const auto& in : derived_[d].expr.inputs()) ready = ready && p.values.count(in) > 0;
+      if (!ready) continue;
+      p.tried[d] = true;
+      auto v = derived_[d].expr.Evaluate(p.values);
+      if (!v) continue;
+      out->push_back({derived_[d].name, step, *v});
+      if (feeds_.count(derived_[d].name)) p.values.emplace(derived_[d].name, *v);
+    }
+  }
+  while (pending_.size() > kMaxPendingSteps) pending_.erase(pending_.begin());
 }
 
 MetricExtractor::~MetricExtractor() = default;
@@ -167,6 +226,7 @@ void MetricExtractor::ProcessSegment(std::string_view line, std::vector<Extracte
       out->push_back({c.rule.name, NextStep(c.rule.name, sptr), v});
     }
   }
+  if (!derived_.empty()) EmitDerived(first, out);
   if (pending_skips_.empty()) return;
   for (size_t i = first; i < out->size(); ++i) {
     if (IsSkipRule((*out)[i].metric)) continue;

@@ -603,4 +603,15 @@ bool IsTransientSlurmError(std::string_view stderr_text) {
                              });
 }
 
+std::string FirstNodeOf(std::string_view nodelist) {
+  if (nodelist.empty() || nodelist == "(null)") return "";
+  const size_t comma = nodelist.find(',');
+  const size_t bracket = nodelist.find('[');
+  if (bracket == std::string_view::npos || (comma != std::string_view::npos && comma < bracket))
+    return std::string(nodelist.substr(0, comma));
+  std::string_view range = nodelist.substr(bracket + 1);
+  const size_t end = range.find_first_of("-,]");
+  return std::string(nodelist.substr(0, bracket)) + std::string(range.substr(0, end));
+}
+
 }  // namespace tunectl

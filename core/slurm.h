@@ -146,6 +146,9 @@ bool IsAnotherExecution(const SlurmJobInfo& job, const std::string& seen_start);
 // partition, too few): the job should be placed anywhere instead of waiting.
 bool PinnedNodesRefused(std::string_view reason);
 
+// The first host of a Slurm hostlist ("gpu[07-09,12],cpu1" -> "gpu07"); "" for "" or "(null)".
+std::string FirstNodeOf(std::string_view nodelist);
+
 // sbatch/squeue/scontrol's stderr says the controller did not answer (worth retrying), as opposed
 // to a refusal (an unknown partition, an impossible request) that a retry would not change.
 bool IsTransientSlurmError(std::string_view stderr_text);

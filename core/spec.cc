@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/derived.h"
 #include "core/log_formats.h"
+#include "core/prom_scrape.h"
 #include "core/template.h"
 #include "core/text.h"
 
@@ -238,19 +240,28 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
     return c.Fail(path, "expected a mapping like {pattern: '...', better: higher}, got " +
                             Checker::Describe(n));
   if (auto s = c.CheckKeys(n, path,
-                           {"pattern", "json", "parser", "field", "unit", "better", "role",
-                            "min_effect", "tolerance", "description"});
+                           {"pattern", "json", "parser", "expr", "prometheus", "match", "every",
+                            "agg", "tensorboard", "field", "unit", "better", "role", "min_effect",
+                            "tolerance", "description"});
       !s.ok())
     return s;
   MetricSpec m;
   m.name = name;
-  if ((n["pattern"] ? 1 : 0) + (n["json"] ? 1 : 0) + (n["parser"] ? 1 : 0) > 1)
-    return c.Fail(path, "set one source: pattern, json or parser");
-  if (!n["pattern"] && !n["json"] && !n["parser"])
+  for (const char* k : {"match", "every", "agg"})
+    if (n[k] && !n["prometheus"])
+      return c.Fail(path + "." + k, "belongs to a scrape; set prometheus: <URL> too");
+  int sources = 0;
+  for (const char* k : {"pattern", "json", "parser", "expr", "prometheus", "tensorboard"})
+    sources += n[k] ? 1 : 0;
+  if (sources > 1)
+    return c.Fail(path, "set one source: pattern, json, parser, expr, prometheus or tensorboard");
+  if (sources == 0)
     return c.Fail(path,
-                  "missing a source; set pattern: '<RE2 regex>', json: <key> or parser: <format> ("
+                  "missing a source; set pattern: '<RE2 regex>', json: <key>, parser: <format> ("
                   "built in: " +
-                      FormatNames() + ")");
+                      FormatNames() +
+                      "), expr: '<expression over other metrics>', prometheus: <URL, node or "
+                      "dcgm> with match: '<selector>', or tensorboard: <tag>");
   if (n["field"] && !n["parser"])
     return c.Fail(path + ".field", "is the field of a parser; set parser: <format> too");
   const FormatField* from = nullptr;  // the parser's field: default unit and better
@@ -295,6 +306,53 @@ Result<MetricSpec> ParseMetric(Checker& c, const std::string& name, const YAML::
       m.unit = from->unit;
       m.better = from->better;
     }
+  } else if (n["expr"]) {  // checked against the other metrics once all are read
+    auto e = c.Scalar(n["expr"], path + ".expr");
+    if (!e.ok()) return e.status();
+    if (e->empty()) return c.Fail(path + ".expr", "expected an expression, got \"\"");
+    m.expr = *e;
+  } else if (n["prometheus"]) {
+    auto url = c.Scalar(n["prometheus"], path + ".prometheus");
+    if (!url.ok()) return url.status();
+    if (*url != "node" && *url != "dcgm") {
+      // {node} is the node the run is on, filled in by the agent.
+      std::string probe = *url;
+      for (size_t at = probe.find("{node}"); at != std::string::npos; at = probe.find("{node}"))
+        probe.replace(at, 6, "localhost");
+      if (auto u = ParsePromUrl(probe); !u.ok())
+        return c.Fail(path + ".prometheus",
+                      u.status().message() + "; or node / dcgm for the exporter the agent knows");
+    }
+    m.prometheus = *url;
+    if (!n["match"])
+      return c.Fail(path + ".match",
+                    "missing; a selector like 'DCGM_FI_DEV_GPU_UTIL{gpu=~\"0|1\"}'");
+    auto sel = c.Scalar(n["match"], path + ".match");
+    if (!sel.ok()) return sel.status();
+    if (auto mt = PromMatcher::Parse(*sel); !mt.ok())
+      return c.Fail(path + ".match", mt.status().message());
+    m.match = *sel;
+    m.every_ms = 5000;
+    if (n["every"]) {
+      auto e = c.Scalar(n["every"], path + ".every");
+      if (!e.ok()) return e.status();
+      auto ms = ParsePromInterval(*e);
+      if (!ms.ok()) return c.Fail(path + ".every", ms.status().message());
+      m.every_ms = *ms;
+    }
+    m.agg = "mean";
+    if (n["agg"]) {
+      auto a = c.Scalar(n["agg"], path + ".agg");
+      if (!a.ok()) return a.status();
+      if (auto g = ParsePromAgg(*a); !g.ok()) return c.Fail(path + ".agg", g.status().message());
+      m.agg = *a;
+    }
+  } else if (n["tensorboard"]) {
+    auto t = c.Scalar(n["tensorboard"], path + ".tensorboard");
+    if (!t.ok()) return t.status();
+    if (t->empty())
+      return c.Fail(path + ".tensorboard", "expected a tag like train/loss, got \"\"");
+    m.tensorboard = *t;
   } else if (n["pattern"]) {
     auto p = c.Scalar(n["pattern"], path + ".pattern");
     if (!p.ok()) return p.status();
@@ -385,6 +443,40 @@ Status CheckPlaceholders(const WorkloadSpec& s) {
     if (auto st = check(v, "env." + k); !st.ok()) return st;
   for (const auto& [k, v] : s.files)
     if (auto st = check(v, "files." + k); !st.ok()) return st;
+  for (const auto& m : s.metrics)
+    if (auto st = check(m.expr, "metrics." + m.name + ".expr"); !st.ok()) return st;
+  return Status::Ok();
+}
+
+// Derived metrics: each expression (bound with the defaults) parses, reads only metrics of the
+// workload, and no two read each other.
+Status CheckDerived(const WorkloadSpec& s) {
+  std::vector<std::string> names;
+  for (const auto& m : s.metrics) names.push_back(m.name);
+  const ParamValues defaults = DefaultParamValues(s);
+  std::map<std::string, std::vector<std::string>> inputs;
+  for (const auto& m : s.metrics) {
+    if (m.expr.empty()) continue;
+    const std::string path = "metrics." + m.name + ".expr";
+    auto bound = ExpandTemplate(m.expr, defaults, path);
+    if (!bound.ok()) return bound.status();
+    auto e = DerivedExpr::Parse(*bound);
+    if (!e.ok())
+      return Status::InvalidArgument(path + ": " + e.status().message() +
+                                     (*bound == m.expr ? "" : " (its {params} at their defaults)"));
+    for (const auto& in : e->inputs()) {
+      if (in == m.name)
+        return Status::InvalidArgument(path + ": reads itself (" + in + "); a cycle");
+      if (s.FindMetric(in)) continue;
+      std::string msg = path + ": " + Quote(in) +
+                        " is not a metric of this workload; its metrics: " + Join(names);
+      std::string near = NearestName(in, names);
+      if (!near.empty()) msg += " (did you mean " + near + "?)";
+      return Status::InvalidArgument(msg);
+    }
+    inputs[m.name] = e->inputs();
+  }
+  if (auto order = OrderDerived(inputs); !order.ok()) return order.status();
   return Status::Ok();
 }
 
@@ -394,7 +486,7 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     return c.Fail("(top level)", "expected a mapping with name, command, params, metrics");
   if (auto s = c.CheckKeys(root, "",
                            {"name", "description", "command", "env", "files", "params", "coupled",
-                            "metrics", "run"});
+                            "metrics", "run", "profile"});
       !s.ok())
     return s;
   WorkloadSpec w;
@@ -406,6 +498,13 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
         "name", Quote(*name) +
                     " is not allowed; use 1-63 of a-z, 0-9, _ . - starting with a letter or digit");
   w.name = *name;
+  if (root["profile"]) {
+    auto p = c.Scalar(root["profile"], "profile");
+    if (!p.ok()) return p.status();
+    if (*p != "torch" && *p != "nsys")
+      return c.Fail("profile", Quote(*p) + " is not allowed; allowed: torch, nsys");
+    w.profile = *p;
+  }
   if (root["description"]) {
     auto d = c.Scalar(root["description"], "description");
     if (!d.ok()) return d.status();
@@ -578,6 +677,7 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     }
   }
   if (auto s = CheckPlaceholders(w); !s.ok()) return s;
+  if (auto s = CheckDerived(w); !s.ok()) return s;
   return w;
 }
 
@@ -742,6 +842,7 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
   }
   j["params"] = params;
   j["coupled"] = w.coupled;
+  if (!w.profile.empty()) j["profile"] = w.profile;
   ordered_json metrics = ordered_json::object();
   for (const auto& m : w.metrics) {
     ordered_json mj;
@@ -751,6 +852,14 @@ std::string WorkloadSpecToJson(const WorkloadSpec& w) {
       mj["parser"] = m.parser;
       mj["field"] = m.field;
     }
+    if (!m.expr.empty()) mj["expr"] = m.expr;
+    if (!m.prometheus.empty()) {
+      mj["prometheus"] = m.prometheus;
+      mj["match"] = m.match;
+      mj["every"] = std::to_string(m.every_ms) + "ms";
+      mj["agg"] = m.agg;
+    }
+    if (!m.tensorboard.empty()) mj["tensorboard"] = m.tensorboard;
     if (!m.unit.empty()) mj["unit"] = m.unit;
     mj["better"] = BetterName(m.better);
     mj["role"] = RoleName(m.role);

@@ -34,10 +34,16 @@ const char* RoleName(MetricRole r);
 
 struct MetricSpec {
   std::string name;
-  std::string pattern;  // RE2; exactly one of pattern / json_key / parser is set
+  std::string pattern;  // RE2; exactly one source
   std::string json_key;
-  std::string parser;  // a built-in format (core/log_formats.h) …
-  std::string field;   // … and its field (default: the metric's name)
+  std::string parser;       // a built-in format (core/log_formats.h) …
+  std::string field;        // … and its field (default: the metric's name)
+  std::string expr;         // a derived metric (core/derived.h): other metrics, {params} unbound
+  std::string prometheus;   // a scrape: URL ({node} = the run's node), or node / dcgm …
+  std::string match;        // … its selector (core/prom_scrape.h) …
+  int64_t every_ms = 0;     // … its interval (5000 when not set) …
+  std::string agg;          // … and how matching series combine: mean (default), max, min, sum
+  std::string tensorboard;  // a TensorBoard tag in event files under the run directory
   std::string unit;
   Better better = Better::kHigher;
   MetricRole role = MetricRole::kObserved;
@@ -86,6 +92,10 @@ struct WorkloadSpec {
   std::vector<std::vector<std::string>> coupled;
   std::vector<MetricSpec> metrics;  // in declaration order
   RunPolicy run;
+  // A profiler trace the job writes into its run directory, summarised into per-step time shares
+  // (core/profile_trace.h) when the run ends: "" none, "torch" (*.pt.trace.json or *trace*.json),
+  // "nsys" (`nsys stats` CSV reports).
+  std::string profile;
 
   const ParamSpec* FindParam(std::string_view name) const;
   const MetricSpec* FindMetric(std::string_view name) const;

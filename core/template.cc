@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "core/derived.h"
+
 namespace tunectl {
 namespace {
 
@@ -87,6 +89,15 @@ Result<Launch> BindLaunch(const WorkloadSpec& spec, const ParamValues& values) {
     auto f = ExpandTemplate(v, values, "files." + k);
     if (!f.ok()) return f.status();
     l.files[k] = *f;
+  }
+  for (const auto& m : spec.metrics) {
+    if (m.expr.empty()) continue;
+    const std::string field = "metrics." + m.name + ".expr";
+    auto e = ExpandTemplate(m.expr, values, field);
+    if (!e.ok()) return e.status();
+    if (auto parsed = DerivedExpr::Parse(*e); !parsed.ok())
+      return Status::InvalidArgument(field + ": " + parsed.status().message());
+    l.metric_exprs[m.name] = *e;
   }
   return l;
 }

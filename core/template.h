@@ -23,9 +23,11 @@ struct Launch {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> files;
+  std::map<std::string, std::string> metric_exprs;  // derived metric -> its expr, {params} bound
 };
 
-// Binds parameter values into the spec's command, env and files.
+// Binds parameter values into the spec's command, env, files and derived metrics' expressions
+// (a bound expression that does not parse is InvalidArgument naming metrics.<name>.expr).
 Result<Launch> BindLaunch(const WorkloadSpec& spec, const ParamValues& values);
 
 }  // namespace tunectl

@@ -284,7 +284,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
                       f.batches(),
                       f.lines(),
                       f.duration_reached(),
-                      f.infra_failure()};
+                      f.infra_failure(),
+                      {}};
+        for (const auto& [metric, note] : f.metric_notes()) {
+          if (res.metric_notes.size() >= kMaxAgentLabels) break;
+          res.metric_notes[SanitizeUtf8(metric, kMaxAgentTextBytes)] =
+              SanitizeUtf8(note, kMaxRunReasonBytes);
+        }
         if (f.infra_failure())
           // Not here again before the agent says it is healthy: set before the store requeues the
           // run, whose NOTIFY may start a dispatch pass before this thread goes on.

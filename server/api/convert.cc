@@ -97,6 +97,7 @@ void ToProto(const RunRow& r, v1::Run* out) {
     pm->set_usable(m.usable);
     pm->set_detected_warmup(m.detected_warmup);
     pm->set_warnings(m.warnings);
+    pm->set_source(m.source);
   }
 }
 
@@ -133,9 +134,16 @@ void ToProto(const LaunchPlan& p, v1::Assign* out) {
     r->set_json_key(m.json_key);
     r->set_parser(m.parser);
     r->set_field(m.field);
+    r->set_expr(m.expr);
+    r->set_prometheus(m.prometheus);
+    r->set_match(m.match);
+    r->set_every_ms(m.every_ms);
+    r->set_agg(m.agg);
+    r->set_tensorboard(m.tensorboard);
   }
   out->set_timeout_ms(p.timeout_ms);
   out->set_duration_ms(p.duration_ms);
+  out->set_profile(p.profile);
   if (!p.resources.empty()) {
     auto* r = out->mutable_resources();
     r->set_nodes(p.resources.nodes);

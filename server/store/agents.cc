@@ -340,6 +340,7 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
       p.metrics = rec->Rules();
       p.timeout_ms = rec->timeout_ms;
       p.duration_ms = rec->duration_ms;
+      p.profile = rec->profile;
       p.resources = rec->resources;
       p.arm = row["arm"].as<std::string>();
       const int64_t agent = row["agent_id"].as<int64_t>();

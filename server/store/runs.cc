@@ -417,6 +417,8 @@ Result<RunRow> Store::GetRun(int64_t id) {
     auto r = w.exec_params(Sql(kRunSelect) + "WHERE r.id = $1", id);
     if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
     RunRow x = RunFromRow(r[0]);
+    auto launch = LaunchRecordFromJson(
+        w.exec_params1("SELECT launch::text FROM runs WHERE id = $1", id)[0].as<std::string>());
     auto m = w.exec_params(
         "SELECT metric AS metric, samples AS samples, steady AS steady, median AS median, min AS "
         "min, max AS max, usable AS usable, detected_warmup AS detected_warmup, warnings AS "
@@ -433,6 +435,7 @@ Result<RunRow> Store::GetRun(int64_t id) {
       rm.usable = row["usable"].as<bool>();
       rm.detected_warmup = row["detected_warmup"].as<int>();
       rm.warnings = row["warnings"].as<std::string>();
+      if (launch.ok()) rm.source = launch->SourceOf(rm.metric);
       x.metrics.push_back(rm);
     }
     return x;
@@ -547,6 +550,10 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
       return Status::Internal("run " + std::to_string(run_id) + ": " + launch.status().message());
     std::map<std::string, std::vector<StepValue>> series;
     for (const auto& m : launch->metrics) series[m.name];
+    // A profiler trace's summary (profile_*) has a row with the agent's note even when it gave
+    // no sample, so `run show` says why.
+    for (const auto& [m, note] : res.metric_notes)
+      if (m.rfind("profile_", 0) == 0 && !launch->profile.empty()) series[m];
     for (const auto& s : w.exec_params(
              "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
              "ORDER BY metric, step",
@@ -576,6 +583,8 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
       if (values.empty())  // say which source found nothing, not only that nothing is there
         for (const auto& m : launch->metrics)
           if (m.name == metric) warnings = m.NoSampleReason();
+      if (auto it = res.metric_notes.find(metric); it != res.metric_notes.end())
+        warnings += (warnings.empty() ? "" : "; ") + it->second;
       for (const auto& x : s.warnings) warnings += (warnings.empty() ? "" : "; ") + x;
       if (auto it = skipped.find(metric); it != skipped.end())
         warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +

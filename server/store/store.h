@@ -82,6 +82,7 @@ struct RunMetricRow {
   bool usable = true;
   int detected_warmup = 0;
   std::string warnings;
+  std::string source;  // where its values came from (LaunchRecord::SourceOf)
 };
 
 struct RunRow {
@@ -137,6 +138,7 @@ struct LaunchPlan {
   std::vector<MetricRule> metrics;
   int64_t timeout_ms = 0;
   int64_t duration_ms = 0;  // stability run: stopped at this age and counted as succeeded
+  std::string profile;      // "", torch, nsys: a trace to summarise when the run ends
   Resources resources;
   int64_t experiment_id = 0;  // 0 = a baseline's run
   std::string arm;            // control | variant
@@ -195,6 +197,7 @@ struct RunResult {
   int64_t lines = 0;
   bool duration_reached = false;  // stability run stopped by the agent at its duration
   bool infra_failure = false;     // the node could not run it: retried as a new attempt
+  std::map<std::string, std::string> metric_notes;  // metric -> what its side source went through
 };
 
 struct HypothesisRow {

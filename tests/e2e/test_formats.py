@@ -127,6 +127,52 @@ class FormatsE2E(unittest.TestCase):
             self.assertIn("no sample: no line of the hf_trainer format had the field eval_loss",
                           m["eval_loss"]["warnings"])
 
+    def test_derived_tokens_tflops_and_mfu_from_megatron_iteration_time(self):
+        # 7e9 parameters, global batch 128 x 4096 tokens, 5630.1 ms per iteration, 8 H100 SXM bf16:
+        #   tokens/s      = 128 * 4096 * 1000 / 5630.1        = 93122.3246
+        #   TFLOP/s / GPU = 6 * 7e9 * 93122.3246 / 8 / 1e12   = 488.8922
+        #   MFU %         = 100 * 488.8922 / 989.4            = 49.4130
+        c = self.c
+        job = c.write("derived_job.py", r'''
+import time
+for it in range(1, 31):
+    print(f" [2026-12-05 08:00:{it:02d}] iteration {it:8d}/{30:8d} | consumed samples: "
+          f"{it * 128:12d} | elapsed time per iteration (ms): 5630.1 | global batch size: "
+          f"{128:5d} | lm loss: {2.5 - it / 100:.6E} |", flush=True)
+    time.sleep(0.02)
+''')
+        spec = f"""name: derived
+command: [python3, '{job}']
+params:
+  global_batch: {{type: int, default: 128}}
+  n_params: {{type: float, default: 7.0e9}}
+  gpus: {{type: int, default: 8}}
+metrics:
+  iter_ms: {{parser: megatron, role: guardrail}}
+  tokens_per_s: {{expr: "{{global_batch}} * 4096 * 1000 / iter_ms", better: higher, role: primary}}
+  tflops: {{expr: "6 * {{n_params}} * tokens_per_s / {{gpus}} / 1e12", unit: TFLOP/s, better: higher}}
+  mfu: {{expr: "100 * tflops / peak_tflops('h100-sxm', 'bf16')", unit: "%", better: higher}}
+run: {{repeats: 2, warmup_steps: 0, selector: {{pool: cpu}}}}
+"""
+        bad = c.cli("workload", "apply", "-f",
+                    c.write("derived-bad.yaml", spec.replace("/ iter_ms", "/ iter_msec")),
+                    check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("iter_msec", bad.stderr)
+        self.assertIn("its metrics: iter_ms, tokens_per_s, tflops, mfu", bad.stderr)
+        c.cli("workload", "apply", "-f", c.write("derived.yaml", spec))
+        b = json.loads(c.cli("baseline", "create", "--workload", "derived", "--wait",
+                             "-o", "json").stdout)
+        self.assertEqual(b["state"], "completed", b)
+        runs, metrics = self.metrics_of(b)
+        for r, m in zip(runs, metrics):
+            self.assertEqual(set(m), {"iter_ms", "tokens_per_s", "tflops", "mfu"})
+            for name in m:
+                self.assertEqual(m[name]["samples"], 30, (name, m[name]))
+            self.assertAlmostEqual(m["tokens_per_s"]["median"], 93122.3246, delta=1e-3)
+            self.assertAlmostEqual(m["tflops"]["median"], 488.8922, delta=1e-4)
+            self.assertAlmostEqual(m["mfu"]["median"], 49.4130, delta=1e-4)
+
 
 if __name__ == "__main__":
     unittest.main()

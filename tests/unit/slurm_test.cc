@@ -843,5 +843,14 @@ TEST(SlurmExecution, TheAgentsOptionsAreCheckedOnTheirOwn) {
   EXPECT_FALSE(CheckSlurmOptions(nl).ok());
 }
 
+TEST(SlurmNodes, FirstNodeOfAHostlistKeepsItsPadding) {
+  EXPECT_EQ(FirstNodeOf("gpu[07-09,12],cpu1"), "gpu07");
+  EXPECT_EQ(FirstNodeOf("node1,node2"), "node1");
+  EXPECT_EQ(FirstNodeOf("node1"), "node1");
+  EXPECT_EQ(FirstNodeOf("a[3],b[1-2]"), "a3");
+  EXPECT_EQ(FirstNodeOf("(null)"), "");
+  EXPECT_EQ(FirstNodeOf(""), "");
+}
+
 }  // namespace
 }  // namespace tunectl

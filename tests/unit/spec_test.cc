@@ -242,7 +242,8 @@ TEST(WorkloadSpec, RejectsAnUnknownFormatOrFieldListingWhatIsAllowed) {
   r = ParseWorkloadSpec(
       Replace(kDemo, "{json: loss, better: lower,", "{json: loss, parser: nanogpt,"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("set one source: pattern, json or parser"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("set one source: pattern, json, parser, expr, prometheus or tensorboard"));
   r = ParseWorkloadSpec(
       Replace(kDemo, "{json: loss, better: lower,", "{json: loss, field: x, better: lower,"));
   ASSERT_FALSE(r.ok());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/executor.h"
+#include "core/spec.h"
 
 namespace tunectl::testing {
 
@@ -83,6 +84,21 @@ inline std::string TempDir(const std::string& prefix) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
+}
+
+// `s` with the first `from` replaced by `to` (a failure when `from` is not there).
+inline std::string With(std::string s, const std::string& from, const std::string& to) {
+  auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+// The message of the error a workload spec must be refused with ("" and a failure if it parses).
+inline std::string SpecError(const std::string& text) {
+  auto s = ParseWorkloadSpec(text);
+  EXPECT_FALSE(s.ok());
+  return s.ok() ? "" : s.status().message();
 }
 
 }  // namespace tunectl::testing
