@@ -1,5 +1,6 @@
 #include "agent/job_record.h"
 
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -51,10 +52,12 @@ std::string JobRecord::Id() const {
 }
 
 // "<seq> <lines>\n" and the serialized batch.
-Status JobRecord::SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const {
-  return WriteFileAtomic(dir_ + "/" + kProgressFile, std::to_string(batch.seq()) + " " +
-                                                         std::to_string(covered_lines) + "\n" +
-                                                         batch.SerializeAsString());
+// "<seq> <lines>[ <metric>=<step>…]\n<the batch>"; metric names hold no blank or '='.
+Status JobRecord::SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines,
+                               const std::map<std::string, int64_t>& side_steps) const {
+  std::string head = std::to_string(batch.seq()) + " " + std::to_string(covered_lines);
+  for (const auto& [metric, step] : side_steps) head += " " + metric + "=" + std::to_string(step);
+  return WriteFileAtomic(dir_ + "/" + kProgressFile, head + "\n" + batch.SerializeAsString());
 }
 
 // "<ms since the epoch> <Slurm's StartTime>".
@@ -90,6 +93,14 @@ JobRecord::Progress JobRecord::LoadProgress() const {
   if (!(head >> seq >> lines) || !last.ParseFromString(text->substr(nl + 1))) return p;
   p.seq = seq;
   p.lines = lines;
+  for (std::string kv; head >> kv;) {
+    const size_t eq = kv.rfind('=');
+    int64_t step = 0;
+    if (eq == std::string::npos || eq == 0) continue;
+    const char* end = kv.data() + kv.size();
+    if (std::from_chars(kv.data() + eq + 1, end, step).ptr == end)
+      p.side_steps[kv.substr(0, eq)] = step;
+  }
   p.last = std::move(last);
   return p;
 }
@@ -105,7 +116,9 @@ JobReport::JobReport(const v1::Assign& a, const ExecutorOptions& opts, const Job
   fin_.set_attempt(a.attempt());
   auto out = RunOutput::Create(a, opts.batch_max_samples, opts.batch_max_ms,
                                [this](const v1::MetricBatch& b, int64_t covered) {
-                                 if (Status st = record_.SaveProgress(b, covered); !st.ok())
+                                 const auto& sides = output_ ? output_->side_steps()
+                                                             : std::map<std::string, int64_t>{};
+                                 if (Status st = record_.SaveProgress(b, covered, sides); !st.ok())
                                    record_error_ = st.message();
                                  batches_ = b.seq();
                                  sink_.OnBatch(b);
@@ -122,7 +135,7 @@ void JobReport::Resume() {
     batches_ = progress.seq;
     sink_.OnBatch(*progress.last);  // the server keeps one copy per sequence number
   }
-  if (output_) output_->ResumeAfter(progress.seq, progress.lines);
+  if (output_) output_->ResumeAfter(progress.seq, progress.lines, progress.side_steps);
 }
 
 void JobReport::Pending(const std::string& external_id, const std::string& reason) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,10 +35,13 @@ class JobRecord {
 
   // Called with each batch before it is handed over: an agent killed in between sends it again
   // (the server keeps one copy per sequence number).
-  Status SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines) const;
+  // `side_steps`: per metric read beside the lines, the highest step sent (RunOutput::side_steps).
+  Status SaveProgress(const v1::MetricBatch& batch, int64_t covered_lines,
+                      const std::map<std::string, int64_t>& side_steps = {}) const;
   struct Progress {
     int64_t seq = 0;    // the last batch handed over (0 = none)
     int64_t lines = 0;  // output lines it covers
+    std::map<std::string, int64_t> side_steps;
     std::optional<v1::MetricBatch> last;
   };
   Progress LoadProgress() const;

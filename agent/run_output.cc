@@ -1,5 +1,6 @@
 #include "agent/run_output.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "core/text.h"
@@ -34,9 +35,13 @@ Result<std::unique_ptr<RunOutput>> RunOutput::Create(const v1::Assign& a, int ba
   return out;
 }
 
-void RunOutput::ResumeAfter(int64_t sent_seq, int64_t sent_lines) {
+void RunOutput::ResumeAfter(int64_t sent_seq, int64_t sent_lines,
+                            const std::map<std::string, int64_t>& side_steps) {
   seq_ = sent_seq;
   skip_through_ = sent_lines;
+  side_resume_ = side_steps;
+  side_sent_ = side_steps;
+  if (sides_) sides_->ContinueSteps(side_resume_);
 }
 
 void RunOutput::Line(Stream s, std::string_view line, std::ostream* log) {
@@ -58,6 +63,11 @@ void RunOutput::AddSideSamples(bool final) {
   sides_->Poll(SteadyClock::now(), final, &found_);
   if (found_.empty()) return;
   extractor_->Derive(0, &found_);
+  if (!side_resume_.empty())  // sent before a restart
+    std::erase_if(found_, [&](const ExtractedSample& x) {
+      auto it = side_resume_.find(x.metric);
+      return it != side_resume_.end() && x.step <= it->second;
+    });
   AddFound(0);  // not from a line
 }
 
@@ -78,6 +88,7 @@ Status RunOutput::ReadSideSources(const v1::Assign& a, SideSourceOptions opts, H
   auto sides = SideSources::Create(RulesOf(a), std::move(opts), http);
   if (!sides.ok()) return sides.status();
   if (!(*sides)->empty()) sides_ = std::move(*sides);
+  if (sides_) sides_->ContinueSteps(side_resume_);
   return Status::Ok();
 }
 
@@ -102,6 +113,8 @@ void RunOutput::Flush() {
   batch_.set_run_id(run_id_);
   batch_.set_attempt(attempt_);
   batch_.set_seq(++seq_);
+  for (const auto& s : batch_.samples())
+    if (s.line_no() == 0) side_sent_[s.metric()] = std::max(side_sent_[s.metric()], s.step());
   emit_(batch_, lines_);
   batch_.Clear();
 }

@@ -32,8 +32,11 @@ class RunOutput {
                                                    int batch_max_ms, Emit emit);
 
   // The output is being read again from its first line after a restart: lines 1..`sent_lines`
-  // were already sent, in batches 1..`sent_seq`; their samples are not sent again.
-  void ResumeAfter(int64_t sent_seq, int64_t sent_lines);
+  // were already sent, in batches 1..`sent_seq`; their samples are not sent again. Likewise the
+  // side sources' samples at steps up to `side_steps[metric]` (event files are read again from
+  // their start; scrapes count their steps on from there).
+  void ResumeAfter(int64_t sent_seq, int64_t sent_lines,
+                   const std::map<std::string, int64_t>& side_steps = {});
   // One line, without its newline. `log` (may be null) gets it prefixed "O " or "E ".
   void Line(Stream s, std::string_view line, std::ostream* log = nullptr);
   // The assignment's metrics read beside the lines (scrapes, event files), polled by Tick from
@@ -47,6 +50,8 @@ class RunOutput {
   std::map<std::string, std::string> Notes() const;
 
   int64_t seq() const { return seq_; }
+  // Per metric read beside the lines, the highest step sent in a batch so far.
+  const std::map<std::string, int64_t>& side_steps() const { return side_sent_; }
   int64_t lines() const { return lines_; }
   std::string StderrTail() const;  // the last 20 stderr lines, at most 4 KiB
 
@@ -68,6 +73,7 @@ class RunOutput {
   SteadyClock::time_point batch_started_{};
   int64_t seq_ = 0, lines_ = 0, skip_through_ = 0;
   std::deque<std::string> stderr_tail_;
+  std::map<std::string, int64_t> side_sent_, side_resume_;
 };
 
 }  // namespace tunectl

@@ -230,6 +230,11 @@ void SideSources::ReadProfile(std::vector<ExtractedSample>* out) {
   for (const auto& w : summary->warnings) profile_note_ += "; " + w;
 }
 
+void SideSources::ContinueSteps(const std::map<std::string, int64_t>& sent) {
+  for (auto& sc : scrapes_)
+    if (auto it = sent.find(sc.metric); it != sent.end()) sc.step = std::max(sc.step, it->second);
+}
+
 std::map<std::string, std::string> SideSources::Notes() const {
   std::map<std::string, std::string> notes;
   if (!profile_note_.empty()) notes["profile_step_ms"] = profile_note_;

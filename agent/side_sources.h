@@ -52,6 +52,9 @@ class SideSources {
   // the workload declares one) is summarised, nothing is scraped. Call it once.
   void Poll(SteadyClock::time_point now, bool final, std::vector<ExtractedSample>* out);
 
+  // After an agent restart: each scrape's steps go on after `sent[metric]` (the next is one more).
+  void ContinueSteps(const std::map<std::string, int64_t>& sent);
+
   // Per metric, what its source went through when something went wrong ("3 of 12 scrapes of
   // http://…: connection refused"; "an event file at byte 120: data CRC …").
   std::map<std::string, std::string> Notes() const;

@@ -477,6 +477,28 @@ Status CheckDerived(const WorkloadSpec& s) {
     inputs[m.name] = e->inputs();
   }
   if (auto order = OrderDerived(inputs); !order.ok()) return order.status();
+  // A scrape's step is its count, a line's step the job's own: an expression over both would pair
+  // unrelated moments. The metrics each expression reads in the end (through other expressions).
+  for (const auto& [name, direct] : inputs) {
+    std::string scraped, stepped;
+    std::vector<std::string> todo = direct;
+    std::set<std::string> seen;
+    while (!todo.empty()) {
+      std::string in = todo.back();
+      todo.pop_back();
+      if (!seen.insert(in).second) continue;
+      if (auto it = inputs.find(in); it != inputs.end()) {
+        todo.insert(todo.end(), it->second.begin(), it->second.end());
+        continue;
+      }
+      (s.FindMetric(in)->prometheus.empty() ? stepped : scraped) = in;
+    }
+    if (!scraped.empty() && !stepped.empty())
+      return Status::InvalidArgument(
+          "metrics." + name + ".expr: reads " + scraped + " (scraped: its step is the scrape's " +
+          "count) and " + stepped + " (its step is the job's); an expression reads metrics of " +
+          "one kind, all scraped or none");
+  }
   return Status::Ok();
 }
 

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
+#include "agent/run_output.h"
 #include "core/spec.h"
 #include "tests/unit/test_support.h"
 
@@ -289,6 +291,18 @@ TEST(ProfileSamples, NsysTotalsAreOneStepWithGpuTimes) {
   EXPECT_EQ(got.count("profile_idle_pct"), 0u);  // no wall time given: no shares
 }
 
+TEST(WorkloadSpecSources, AnExpressionDoesNotMixScrapedAndSteppedMetrics) {
+  const std::string mixed = std::string(kScrapeSpec) +
+                            "  per_util: {expr: 'sps / gpu_util', better: higher}\n"
+                            "  twice: {expr: '2 * per_util', better: higher}\n";
+  EXPECT_THAT(SpecError(mixed), HasSubstr("reads gpu_util (scraped: its step is the scrape's "
+                                          "count) and sps (its step is the job's)"));
+  const std::string scraped_only =
+      std::string(kScrapeSpec) + "  util_per_cpu: {expr: 'gpu_util / cpu', better: higher}\n";
+  auto s = ParseWorkloadSpec(scraped_only);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+}
+
 TEST(WorkloadSpecSources, ProfileIsTorchOrNsys) {
   auto s = ParseWorkloadSpec(std::string(kScrapeSpec) + "profile: torch\n");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -298,6 +312,69 @@ TEST(WorkloadSpecSources, ProfileIsTorchOrNsys) {
   EXPECT_EQ(again->profile, "torch");
   EXPECT_THAT(SpecError(std::string(kScrapeSpec) + "profile: perf\n"),
               HasSubstr("profile: \"perf\" is not allowed; allowed: torch, nsys"));
+}
+
+// A run's output read again after an agent restart: what the side sources sent before is not sent
+// twice (event files are re-read from their start), and scrapes count their steps on.
+TEST(RunOutputResume, SideSamplesSentBeforeARestartAreNotSentAgain) {
+  const std::string dir = testing::TempDir("side-resume");
+  std::filesystem::copy_file(
+      testing::kSourceDir + "/tests/fixtures/tfevents/pytorch_simple_value.tfevents",
+      dir + "/events.out.tfevents.1.host");
+  v1::Assign a;
+  a.set_run_id(7);
+  a.set_attempt(1);
+  auto* loss = a.add_metrics();
+  loss->set_name("loss");
+  loss->set_tensorboard("train/loss");
+  auto* util = a.add_metrics();
+  util->set_name("util");
+  util->set_prometheus("http://h/metrics");
+  util->set_match("u");
+  util->set_every_ms(100);
+  util->set_agg("mean");
+  FakeGetter http;
+  std::vector<v1::MetricBatch> sent;
+  auto emit = [&](const v1::MetricBatch& b, int64_t) { sent.push_back(b); };
+  SideSourceOptions o;
+  o.run_dir = dir;
+  o.tfevents_poll_ms = 0;
+
+  auto first = RunOutput::Create(a, 1000, 1000, emit);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  http.answers = {std::string("u 1\n"), std::string("u 2\n")};
+  ASSERT_TRUE((*first)->ReadSideSources(a, o, &http).ok());
+  (*first)->Tick();
+  std::this_thread::sleep_for(milliseconds(120));
+  (*first)->Tick();
+  (*first)->Flush();
+  const auto before = (*first)->side_steps();
+  ASSERT_EQ(before.count("loss"), 1u);
+  EXPECT_EQ(before.at("util"), 2);
+  int loss_before = 0;
+  for (const auto& b : sent)
+    for (const auto& s : b.samples()) loss_before += s.metric() == "loss";
+  EXPECT_GT(loss_before, 0);
+
+  sent.clear();
+  auto again = RunOutput::Create(a, 1000, 1000, emit);
+  ASSERT_TRUE(again.ok());
+  (*again)->ResumeAfter((*first)->seq(), 0, before);
+  http.answers = {std::string("u 3\n")};
+  ASSERT_TRUE((*again)->ReadSideSources(a, o, &http).ok());
+  (*again)->Tick();
+  (*again)->Finish();
+  std::vector<int64_t> util_steps;
+  for (const auto& b : sent) {
+    EXPECT_GT(b.seq(), (*first)->seq());
+    for (const auto& s : b.samples()) {
+      EXPECT_NE(s.metric(), "loss") << "step " << s.step() << " was sent before the restart";
+      if (s.metric() == "util") util_steps.push_back(s.step());
+    }
+  }
+  EXPECT_EQ(util_steps, (std::vector<int64_t>{3}));
+  EXPECT_EQ((*again)->side_steps().at("util"), 3);
+  EXPECT_EQ((*again)->side_steps().at("loss"), before.at("loss"));
 }
 
 }  // namespace
