@@ -80,6 +80,19 @@ class GrpcClient : public Client {
       const v1::ListExperimentsRequest& r) override {
     return Call<v1::ListExperimentsResponse>(&v1::TuningService::Stub::ListExperiments, r);
   }
+  Result<v1::AdvisorReport> AdviseBaseline(int64_t id) override {
+    v1::AdviseBaselineRequest r;
+    r.set_id(id);
+    return Call<v1::AdvisorReport>(&v1::TuningService::Stub::AdviseBaseline, r);
+  }
+  Result<v1::Goal> SetGoal(const v1::SetGoalRequest& r) override {
+    return Call<v1::Goal>(&v1::TuningService::Stub::SetGoal, r);
+  }
+  Result<v1::Goal> GetGoal(const std::string& workload) override {
+    v1::GetGoalRequest r;
+    r.set_workload(workload);
+    return Call<v1::Goal>(&v1::TuningService::Stub::GetGoal, r);
+  }
   Result<v1::Baseline> CancelBaseline(int64_t id) override {
     v1::CancelBaselineRequest r;
     r.set_id(id);

@@ -36,6 +36,9 @@ class Client {
       const v1::ListExperimentsRequest& r) = 0;
   virtual Result<v1::Experiment> CancelExperiment(int64_t id) = 0;
   virtual Result<v1::Baseline> CancelBaseline(int64_t id) = 0;
+  virtual Result<v1::AdvisorReport> AdviseBaseline(int64_t id) = 0;
+  virtual Result<v1::Goal> SetGoal(const v1::SetGoalRequest& r) = 0;
+  virtual Result<v1::Goal> GetGoal(const std::string& workload) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
   virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;

@@ -199,6 +199,13 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
                                 });
   if (waited != 0) return waited;
   int rc = ShowBaseline(cur, o, out, err);
+  if (rc == 0 && cur.state() == "completed" && o.output != "json" && o.output != "csv") {
+    // Step 2 of the loop follows from step 1: what the figures point at.
+    if (auto advice = c.AdviseBaseline(cur.id()); advice.ok())
+      out << "\n" << AdvisorDetail(*advice);
+    else
+      err << "note: no advice: " << advice.status().message() << "\n";
+  }
   if (rc == 0 && cur.state() == "failed") {
     err << "error: baseline " << cur.id()
         << " failed: " << (cur.reason().empty() ? "no run succeeded" : cur.reason())
@@ -269,6 +276,12 @@ int ShowOne(const Msg& m, const CliOptions& o, std::ostream& out, std::ostream& 
   return 0;
 }
 
+int BaselineAdvise(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = c.AdviseBaseline(o.id);
+  if (!r.ok()) return Fail(err, r.status());
+  return ShowOne(*r, o, out, err, &AdvisorJson, &AdvisorDetail);
+}
+
 int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::CreateHypothesisRequest req;
   req.set_baseline_id(o.baseline);
@@ -284,7 +297,12 @@ int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ost
     out << HypothesisJson(*h).dump(2) << "\n";
   } else {
     err << "hypothesis " << h->id() << " recorded: " << h->change().description() << ", expect "
-        << h->expect() << "\nnext: tunectl experiment run --hypothesis " << h->id() << " --wait\n";
+        << h->expect() << "\n";
+    if (auto full = c.GetHypothesis(h->id()); full.ok() && full->earlier_size() > 0) {
+      err << "tried before on the same parameter:\n";
+      for (const auto& e : full->earlier()) err << "  " << e << "\n";
+    }
+    err << "next: tunectl experiment run --hypothesis " << h->id() << " --wait\n";
     out << h->id() << "\n";
   }
   return 0;
@@ -316,6 +334,8 @@ int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
   req.set_hypothesis_id(o.hypothesis);
   req.set_repeats(o.repeats);
   req.set_request_id(o.request_id);
+  req.set_again(o.again);
+  req.set_again_reason(o.reason);
   auto e = c.RunExperiment(req);
   if (!e.ok()) return Fail(err, e.status());
   err << "experiment " << e->id() << " started: " << e->workload() << " "
@@ -424,7 +444,29 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   SetPage(o, &req);
   auto r = c.ListLog(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &LogTable, r->entries(), &LogJson);
+  if (!r->goal().empty() && o.output == "table") out << "goal: " << r->goal() << "\n\n";
+  return Emit(o, out, err, *r, o.param.empty() ? &LogTable : &LogParamTable, r->entries(),
+              &LogJson);
+}
+
+// --- goals ------------------------------------------------------------------------------------
+
+int GoalSet(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::SetGoalRequest req;
+  req.set_workload(o.workload);
+  req.set_metric(o.metric);
+  req.set_target(o.target);
+  for (const auto& g : o.guardrails) req.add_guardrails(g);
+  auto g = c.SetGoal(req);
+  if (!g.ok()) return Fail(err, g.status());
+  err << "goal of " << g->workload() << " set\n";
+  return ShowOne(*g, o, out, err, &GoalJson, &GoalDetail);
+}
+
+int GoalShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto g = c.GetGoal(o.workload);
+  if (!g.ok()) return Fail(err, g.status());
+  return ShowOne(*g, o, out, err, &GoalJson, &GoalDetail);
 }
 
 // --- schedules and batches ------------------------------------------------------------------
@@ -465,6 +507,8 @@ int BatchCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   req.set_repeats(o.repeats);
   req.set_correction(o.correction);
   req.set_request_id(o.request_id);
+  req.set_again(o.again);
+  req.set_again_reason(o.reason);
   auto b = c.CreateBatch(req);
   if (!b.ok()) return Fail(err, b.status());
   err << "batch " << b->id() << " created: " << b->experiments_size()
@@ -611,6 +655,16 @@ const std::vector<Command>& Commands() {
        &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
       {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
+      {"goal", "set",
+       "the workload's quantified goal: a metric's target, optionally with guardrails", &GoalSet},
+      {"goal", "show",
+       "where the current config stands against the goal, what each frozen change moved, what is "
+       "left",
+       &GoalShow},
+      {"baseline", "advise",
+       "likely bottlenecks from a baseline's figures, the parameter to vary for each, and the "
+       "command that records it as a hypothesis",
+       &BaselineAdvise},
       {"baseline", "cancel",
        "stop a baseline, a periodic check or a stability run (queued runs cancelled, running ones "
        "stopped)",

@@ -14,35 +14,39 @@
 namespace tunectl {
 
 struct CliOptions {
-  std::string server = "127.0.0.1:7443";           // --server, or $TUNECTL_SERVER
-  std::string output = "table";                    // -o table|json|csv
-  std::string file;                                // -f (workload apply; "-" = stdin)
-  std::string workload;                            // --workload
-  int repeats = 0;                                 // --repeats (0 = the workload's run policy)
-  bool wait = false;                               // --wait
-  std::string timeout;                             // --timeout for --wait ("" = none)
-  int64_t id = 0;                                  // positional ID
-  int64_t baseline = 0;                            // --baseline
-  int limit = 0;                                   // --limit: rows per page (0 = the default)
-  bool limit_given = false;                        // --limit was passed (--limit 0 = all rows)
-  std::string page_token;                          // --page-token: continue a list
-  std::string since;                               // --since 30d | 12h | 2026-01-31
-  bool interactive = false;                        // stderr is a terminal: redraw progress in place
-  std::vector<std::string> vary;                   // --vary NAME=VALUE (experiment run)
-  std::vector<std::string> param_values;           // --param NAME=VALUE (hypothesis create)
-  std::string param;                               // --param NAME (log filter)
-  int64_t hypothesis = 0;                          // --hypothesis
-  std::string expect, evidence, statement;         // hypothesis create
-  bool force = false;                              // experiment freeze --force
-  std::string reason;                              // experiment freeze --reason
-  std::string format = "json";                     // config export --format json|yaml|env|args
-  std::string name;                                // schedule create NAME
+  std::string server = "127.0.0.1:7443";    // --server, or $TUNECTL_SERVER
+  std::string output = "table";             // -o table|json|csv
+  std::string file;                         // -f (workload apply; "-" = stdin)
+  std::string workload;                     // --workload
+  int repeats = 0;                          // --repeats (0 = the workload's run policy)
+  bool wait = false;                        // --wait
+  std::string timeout;                      // --timeout for --wait ("" = none)
+  int64_t id = 0;                           // positional ID
+  int64_t baseline = 0;                     // --baseline
+  int limit = 0;                            // --limit: rows per page (0 = the default)
+  bool limit_given = false;                 // --limit was passed (--limit 0 = all rows)
+  std::string page_token;                   // --page-token: continue a list
+  std::string since;                        // --since 30d | 12h | 2026-01-31
+  bool interactive = false;                 // stderr is a terminal: redraw progress in place
+  std::vector<std::string> vary;            // --vary NAME=VALUE (experiment run)
+  std::vector<std::string> param_values;    // --param NAME=VALUE (hypothesis create)
+  std::string param;                        // --param NAME (log filter)
+  int64_t hypothesis = 0;                   // --hypothesis
+  std::string expect, evidence, statement;  // hypothesis create
+  bool force = false;                       // experiment freeze --force
+  bool again = false;           // experiment run / batch create --again: a change decided before
+  std::string reason;           // experiment freeze --reason; with --again, why it is tested again
+  std::string format = "json";  // config export --format json|yaml|env|args
+  std::string name;             // schedule create NAME
   std::string window, cron, duration, tz = "UTC";  // schedule create
   int max_agents = 0;
-  std::string on_window_end;        // schedule create --on-window-end finish|requeue
-  std::string schedule;             // batch create --schedule
-  std::string correction = "holm";  // batch create --correction holm|bh
-  std::string request_id;           // --request-id on creates ("" = a new key per command)
+  std::string on_window_end;            // schedule create --on-window-end finish|requeue
+  std::string schedule;                 // batch create --schedule
+  std::string correction = "holm";      // batch create --correction holm|bh
+  std::string request_id;               // --request-id on creates ("" = a new key per command)
+  std::string metric;                   // goal set --metric
+  double target = 0;                    // goal set --target
+  std::vector<std::string> guardrails;  // goal set --guardrail "mfu >= 0.45" (repeatable)
 };
 
 using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,

@@ -49,6 +49,7 @@ ojson HypothesisJson(const v1::Hypothesis& h) {
   j["baseline_id"] = h.baseline_id();
   j["change"] = ChangeJson(h.change());
   j["expect"] = h.expect();
+  j["earlier"] = ojson(std::vector<std::string>(h.earlier().begin(), h.earlier().end()));
   j["evidence"] = h.evidence();
   j["statement"] = h.statement();
   j["locked"] = h.locked();
@@ -80,6 +81,139 @@ std::string HypothesisDetail(const v1::Hypothesis& h) {
                            std::to_string(h.id()) + ")") +
          "\n";
   out += "by " + h.actor() + " at " + h.created_at() + "\n";
+  if (h.earlier_size() > 0) {
+    out += "tried before on the same parameter:\n";
+    for (const auto& e : h.earlier()) out += "  " + e + "\n";
+  }
+  return out;
+}
+
+ojson AdvisorJson(const v1::AdvisorReport& r) {
+  ojson j;
+  j["baseline_id"] = r.baseline_id();
+  j["workload"] = r.workload();
+  ojson advice = ojson::array();
+  for (const auto& a : r.advice()) {
+    ojson x;
+    x["rule"] = a.rule();
+    x["bottleneck"] = a.bottleneck();
+    x["score"] = a.score();
+    x["evidence"] = ojson(std::vector<std::string>(a.evidence().begin(), a.evidence().end()));
+    ojson changes = ojson::array();
+    for (const auto& c : a.changes())
+      changes.push_back({{"param", c.param()}, {"value", c.value()}, {"why", c.why()}});
+    x["changes"] = changes;
+    x["missing_params"] = a.missing_params();
+    x["direction"] = a.direction();
+    x["expected"] = a.expected();
+    x["expect"] = a.expect_arg();
+    x["command"] = a.command();
+    advice.push_back(x);
+  }
+  j["advice"] = advice;
+  ojson nc = ojson::array();
+  for (const auto& n : r.not_checked()) nc.push_back({{"rule", n.rule()}, {"needs", n.needs()}});
+  j["not_checked"] = nc;
+  j["checked_fine"] =
+      ojson(std::vector<std::string>(r.checked_fine().begin(), r.checked_fine().end()));
+  return j;
+}
+
+ojson GoalJson(const v1::Goal& g) {
+  ojson j;
+  j["workload"] = g.workload();
+  j["metric"] = g.metric();
+  j["target"] = g.target();
+  j["better"] = g.better();
+  j["guardrails"] = ojson(std::vector<std::string>(g.guardrails().begin(), g.guardrails().end()));
+  ojson cur;
+  cur["config_version"] = g.config_version();
+  cur["baseline"] = g.baseline_id();
+  if (g.measured()) {
+    cur["level"] = g.level();
+    cur["ci"] = {g.ci_low(), g.ci_high()};
+    cur["n"] = g.n();
+    cur["attained"] = g.attained();
+    cur["reached"] = g.reached();
+    cur["reached_surely"] = g.reached_surely();
+  } else {
+    cur["level"] = nullptr;
+  }
+  j["current"] = cur;
+  ojson steps = ojson::array();
+  for (const auto& s : g.steps()) {
+    ojson x = {{"version", s.version()}, {"change", s.change()}, {"experiment", s.experiment_id()}};
+    if (s.measured()) {
+      x["ratio"] = s.ratio();
+      x["ci"] = {s.ci_low(), s.ci_high()};
+    } else {
+      x["ratio"] = nullptr;
+    }
+    steps.push_back(x);
+  }
+  j["steps"] = steps;
+  j["moved"] = g.moved();
+  j["summary"] = g.summary();
+  j["set_by"] = g.actor();
+  j["set_at"] = g.created_at();
+  return j;
+}
+
+std::string GoalDetail(const v1::Goal& g) {
+  auto effect = [](double r) { return FormatEffect(r); };
+  std::string out = "Goal of " + g.workload() + ": " + g.metric() + " " +
+                    (g.better() == "lower" ? "down to " : "up to ") + FormatNumber(g.target()) +
+                    "\n";
+  for (const auto& x : g.guardrails()) out += "guardrail: " + x + "\n";
+  out += "now:       " + g.summary() + "\n";
+  if (g.measured())
+    out += "           (baseline " + std::to_string(g.baseline_id()) + ": mean of " +
+           std::to_string(g.n()) + " runs, 95 % t CI)\n";
+  if (g.steps().empty()) {
+    out += "frozen changes: none yet\n";
+  } else {
+    Table t;
+    t.headers = {"VERSION", "CHANGE", "EXPERIMENT", g.metric()};
+    for (const auto& s : g.steps())
+      t.rows.push_back(
+          {"v" + std::to_string(s.version()), s.change(), std::to_string(s.experiment_id()),
+           s.measured()
+               ? effect(s.ratio()) + " [" + effect(s.ci_low()) + ", " + effect(s.ci_high()) + "]"
+               : std::string("not measured")});
+    out += "frozen changes (each as its experiment measured it; together " + effect(g.moved()) +
+           "):\n" + RenderTable(t);
+  }
+  out += "set by " + g.actor() + " at " + g.created_at() + "\n";
+  return out;
+}
+
+std::string AdvisorDetail(const v1::AdvisorReport& r) {
+  std::string out =
+      "Advice on baseline " + std::to_string(r.baseline_id()) + " (" + r.workload() + "): " +
+      (r.advice().empty() ? std::string("no bottleneck crossed its threshold")
+                          : std::to_string(r.advice_size()) + " likely bottleneck" +
+                                (r.advice_size() == 1 ? "" : "s") + ", most likely first") +
+      "\n";
+  int i = 0;
+  for (const auto& a : r.advice()) {
+    out += "\n" + std::to_string(++i) + ". " + a.bottleneck() + "  [" + a.rule() + "]\n";
+    for (const auto& e : a.evidence()) out += "   evidence: " + e + "\n";
+    for (const auto& c : a.changes())
+      out += "   try:      " + c.param() + "=" + c.value() +
+             (c.why().empty() ? "" : "  (" + c.why() + ")") + "\n";
+    if (a.changes().empty() && !a.missing_params().empty())
+      out += "   try:      nothing declared to vary: " + a.missing_params() + "\n";
+    if (!a.expected().empty()) out += "   expected: " + a.expected() + "\n";
+    if (!a.command().empty()) out += "   record:   " + a.command() + "\n";
+  }
+  if (!r.checked_fine().empty()) {
+    out += "\nchecked, below threshold:\n";
+    for (const auto& f : r.checked_fine()) out += "  - " + f + "\n";
+  }
+  if (!r.not_checked().empty()) {
+    out += "\nnot checked (a figure is missing):\n";
+    for (const auto& n : r.not_checked()) out += "  - " + n.rule() + ": needs " + n.needs() + "\n";
+  }
   return out;
 }
 
@@ -114,6 +248,8 @@ ojson ExperimentJson(const v1::Experiment& e) {
                {"active", e.runs_active()}};
   j["agent"] = e.agent();
   if (!e.placement().empty()) j["placement"] = e.placement();
+  if (!e.goal_note().empty()) j["goal"] = e.goal_note();
+  if (!e.again_reason().empty()) j["again_reason"] = e.again_reason();
   ojson ms = ojson::array();
   for (const auto& m : e.metrics()) {
     ojson x;
@@ -244,6 +380,8 @@ std::string ExperimentDetail(const v1::Experiment& e) {
   if (!e.agent().empty()) out += ", on " + e.agent();
   out += "\n";
   if (!e.placement().empty()) out += "placed: " + e.placement() + "\n";
+  if (!e.goal_note().empty()) out += e.goal_note() + "\n";
+  if (!e.again_reason().empty()) out += "tested again: " + e.again_reason() + "\n";
   if (e.hypothesis_id())
     out += "hypothesis " + std::to_string(e.hypothesis_id()) + ": expected " +
            e.hypothesis_expect() +
@@ -425,6 +563,28 @@ Table LogTable(const v1::ListLogResponse& r) {
                       : e.frozen().empty() ? "no"
                                            : e.frozen(),
                       e.actor()});
+  }
+  return t;
+}
+
+Table LogParamTable(const v1::ListLogResponse& r) {
+  Table t{{"experiment", "config", "change", "decision", "primary effect", "other metrics",
+           "hypothesis", "frozen"},
+          {}};
+  for (const auto& e : r.entries()) {
+    if (!(e.kind().empty() || e.kind() == "decided")) continue;
+    const ojson entry = ojson::parse(e.entry_json(), nullptr, false);
+    const std::string config = entry.is_object() && entry.contains("config_version")
+                                   ? "v" + std::to_string(entry.value("config_version", 0))
+                                   : std::string("-");
+    t.rows.push_back(
+        {std::to_string(e.experiment_id()), config, e.change(), e.decision(),
+         e.primary_metric().empty() ? "-"
+                                    : e.primary_metric() + " " + FormatEffect(e.ratio()) + " " +
+                                          FormatCi(e.ci_low(), e.ci_high()),
+         e.others().empty() ? "-" : e.others(),
+         e.hypothesis_result().empty() ? "-" : e.expected() + ": " + e.hypothesis_result(),
+         e.frozen().empty() ? "no" : e.frozen()});
   }
   return t;
 }

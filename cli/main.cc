@@ -46,8 +46,14 @@ int main(int argc, char** argv) {
     if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||
         (n == "experiment" && (v == "run" || v == "list")) || n == "config" || n == "log")
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
-    if (n == "config" || (n == "regress" && v != "resolve"))
+    if (n == "config" || (n == "regress" && v != "resolve") || n == "goal")
       sub->add_option("workload", o.workload, "workload name");
+    if (n == "goal" && v == "set") {
+      sub->add_option("--metric", o.metric, "the metric the goal is about")->required();
+      sub->add_option("--target", o.target, "the level to reach, in the metric's unit")->required();
+      sub->add_option("--guardrail", o.guardrails,
+                      "METRIC >= X (or >, <=, <) that a freeze must keep (repeatable)");
+    }
     if (n == "config" && v == "export")
       sub->add_option("--format", o.format, "json, yaml, env or args")->capture_default_str();
     if (n == "hypothesis" && v == "create") {
@@ -68,6 +74,11 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(1, 1000));
       sub->add_flag("--wait", o.wait, "wait for the verdict, showing progress");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
+    }
+    if ((n == "experiment" && v == "run") || (n == "batch" && v == "create")) {
+      sub->add_flag("--again", o.again,
+                    "test a change already decided on the same config again (needs --reason)");
+      sub->add_option("--reason", o.reason, "with --again: why (kept in the tuning log)");
     }
     if (n == "experiment" && v == "freeze") {
       sub->add_flag("--force", o.force, "freeze although the verdict is not improved");
@@ -118,7 +129,9 @@ int main(int argc, char** argv) {
       sub->add_option("id", o.id, "regression id (tunectl regress show)")->required();
       sub->add_option("--reason", o.reason, "what fixed it (kept in the tuning log)")->required();
     }
-    if ((v == "show" && n != "config" && n != "regress") || v == "cancel" || v == "freeze")
+    if ((v == "show" && n != "config" && n != "regress" && n != "goal") || v == "cancel" ||
+        v == "freeze" ||
+        v == "advise")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
     if (n == "run" && v == "list")
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");

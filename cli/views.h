@@ -29,6 +29,14 @@ std::string BaselineDetail(const v1::Baseline& b);  // header lines + summary ta
 std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& runs,
                              double elapsed_s);
 
+// `baseline advise`: ranked bottleneck hypotheses, each with evidence, changes and the command.
+ojson AdvisorJson(const v1::AdvisorReport& r);
+std::string AdvisorDetail(const v1::AdvisorReport& r);
+
+// `goal show`: the target, where the current config stands (with its CI), each frozen change.
+ojson GoalJson(const v1::Goal& g);
+std::string GoalDetail(const v1::Goal& g);
+
 ojson RunJson(const v1::Run& r);
 Table RunsTable(const v1::ListRunsResponse& r);
 std::string RunDetail(const v1::Run& r);
@@ -57,6 +65,8 @@ Result<std::string> ConfigExport(const v1::Config& c, const std::string& format)
 
 ojson LogJson(const v1::LogEntry& e);
 Table LogTable(const v1::ListLogResponse& r);
+// `log --param X`: what was tried for X and what happened, one short row per decided experiment.
+Table LogParamTable(const v1::ListLogResponse& r);
 
 ojson ScheduleJson(const v1::Schedule& s);
 Table SchedulesTable(const v1::ListSchedulesResponse& r);

@@ -101,6 +101,52 @@ Verdict ApplyBatchDecision(Verdict v, const BatchDecision& d, const std::string&
   return v;
 }
 
+std::string DescribeTry(const EarlierTry& t) {
+  std::string out = "experiment " + std::to_string(t.experiment) + " on config v" +
+                    std::to_string(t.config_version) + ": " + t.change + " ";
+  switch (t.state) {
+    case ExperimentState::kRunning:
+    case ExperimentState::kMeasured: return out + "still running";
+    case ExperimentState::kCancelled: return out + "cancelled";
+    default: break;
+  }
+  out += "decided " + (t.decision.empty() ? std::string("-") : t.decision);
+  if (!t.effect.empty()) out += " (" + t.effect + ")";
+  if (t.state == ExperimentState::kFrozen) out += ", frozen";
+  return out;
+}
+
+Status CheckRepeatedChange(const std::vector<EarlierTry>& earlier, const std::string& change,
+                           int config_version, bool again, const std::string& reason) {
+  if (again && reason.empty())
+    return Status::InvalidArgument(
+        "--reason: missing; --again records why the same change is tested again, e.g. --again "
+        "--reason \"new driver\"");
+  if (again) return Status::Ok();
+  if (!reason.empty())
+    return Status::InvalidArgument("--reason \"" + reason +
+                                   "\": only with --again (a change decided before, tested again)");
+  for (const auto& e : earlier) {
+    const std::string ex = "experiment " + std::to_string(e.experiment);
+    const std::string insist =
+        ". To test it again anyway, say why: --again --reason \"…\" (kept in the tuning log)";
+    if (e.state == ExperimentState::kRunning || e.state == ExperimentState::kMeasured)
+      return Status::FailedPrecondition(change + " on config v" + std::to_string(config_version) +
+                                        " is already being tested by " + ex +
+                                        " (tunectl experiment show " +
+                                        std::to_string(e.experiment) + ")" + insist);
+    if (e.state == ExperimentState::kCancelled || e.decision.empty() ||
+        e.decision == Name(Decision::kInconclusive))
+      continue;
+    return Status::FailedPrecondition(
+        change + " was already tested on config v" + std::to_string(config_version) + ": " + ex +
+        " decided " + e.decision + (e.effect.empty() ? "" : " (" + e.effect + ")") +
+        (e.decided_at.empty() ? "" : " at " + e.decided_at) + "; see tunectl experiment show " +
+        std::to_string(e.experiment) + insist);
+  }
+  return Status::Ok();
+}
+
 Status CheckFreeze(const FreezeFacts& f) {
   const std::string ex = "experiment " + std::to_string(f.experiment);
   switch (f.state) {
@@ -138,6 +184,15 @@ Status CheckFreeze(const FreezeFacts& f) {
         "; a freeze applies one change to the config it was measured on. Re-run it against "
         "the current config: tunectl experiment run --workload " +
         f.workload + " --vary …");
+  if (!f.goal_breaks.empty() && !f.force) {
+    std::string broken;
+    for (const auto& b : f.goal_breaks) broken += (broken.empty() ? "" : "; ") + b;
+    return Status::FailedPrecondition(
+        ex + " breaks a guardrail of " + f.workload + "'s goal (" + broken +
+        ", tunectl goal show " + f.workload +
+        "). To freeze it anyway, record why: tunectl experiment freeze " +
+        std::to_string(f.experiment) + " --force --reason \"…\"");
+  }
   return Status::Ok();
 }
 

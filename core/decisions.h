@@ -53,6 +53,27 @@ std::optional<std::vector<BatchDecision>> DecideBatch(const std::vector<BatchMem
 // The verdict as the tuning log and `freeze` see it after the batch's correction.
 Verdict ApplyBatchDecision(Verdict v, const BatchDecision& d, const std::string& method);
 
+// The tuning log's memory: an earlier experiment of the same change (same parameter values) on
+// the same config.
+struct EarlierTry {
+  int64_t experiment = 0;
+  ExperimentState state = ExperimentState::kRunning;
+  std::string decision;  // final; "" while running
+  std::string effect;    // "+25.3% samples_per_s [+21.0%, +29.8%]"; "" when none
+  std::string decided_at;
+  std::string change;      // "num_workers 1→2" (DescribeTry)
+  int config_version = 0;  // the config it compared against (DescribeTry)
+};
+// "experiment 4 on config v1: num_workers 1→2 decided improved (+25.3% samples_per_s [...])".
+std::string DescribeTry(const EarlierTry& t);
+// Whether the change may be tested again: refused (FailedPrecondition naming the earlier
+// experiment, its verdict and the way to insist) while one is running or once one was decided
+// improved, regressed or unchanged; inconclusive and cancelled ones do not count. With `again` a
+// reason is required (InvalidArgument without one) and the change goes ahead. `change` is the
+// change's description ("num_workers 1→2"), `config_version` the config it would run against.
+Status CheckRepeatedChange(const std::vector<EarlierTry>& earlier, const std::string& change,
+                           int config_version, bool again, const std::string& reason);
+
 // Whether an experiment may be frozen into a new config version.
 struct FreezeFacts {
   int64_t experiment = 0;
@@ -64,6 +85,9 @@ struct FreezeFacts {
   std::string workload;
   int control_version = 0, current_version = 0;
   int64_t batch = 0;  // a batch member still measured waits for its batch
+  // The workload goal's guardrails the variant breaks (core CheckGoalGuardrails): only --force
+  // freezes it.
+  std::vector<std::string> goal_breaks;
 };
 Status CheckFreeze(const FreezeFacts& f);
 

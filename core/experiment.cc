@@ -113,10 +113,16 @@ Result<Change> ParseVary(const WorkloadSpec& spec, const ParamValues& base,
 Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string& raw) {
   std::string text = Trim(raw);
   auto bad = [&]() {
-    return Status::InvalidArgument("--expect: \"" + raw +
-                                   "\" is not understood; write METRIC +N% or METRIC -N% (e.g. "
-                                   "\"samples_per_s +10%\"), METRIC up|down, or METRIC unchanged");
+    return Status::InvalidArgument(
+        "--expect: \"" + raw +
+        "\" is not understood; the forms are METRIC +N% or METRIC -N% (\"samples_per_s +10%\"), "
+        "METRIC up|down, METRIC unchanged, or a level METRIC >= X, > X, <= X, < X "
+        "(\"samples_per_s >= 300\")");
   };
+  // A level may be written without blanks: "samples_per_s>=300".
+  if (const size_t op = text.find_first_of("<>");
+      op != std::string::npos && op > 0 && text.find_first_of(" \t") > op)
+    text = text.substr(0, op) + " " + text.substr(op);
   const size_t sp = text.find_first_of(" \t");
   if (sp == std::string::npos) return bad();
   Expectation e;
@@ -137,6 +143,19 @@ Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string
     e.direction = -1;
   } else if (rest == "unchanged" || rest == "same" || rest == "0%") {
     e.direction = 0;
+  } else if (rest[0] == '<' || rest[0] == '>') {
+    const bool eq = rest.size() > 1 && rest[1] == '=';
+    e.op = rest.substr(0, eq ? 2 : 1);
+    e.direction = rest[0] == '>' ? 1 : -1;
+    std::string num = Trim(rest.substr(e.op.size()));
+    double v = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+    if (num.empty() || ec != std::errc() || end != num.data() + num.size() || !std::isfinite(v))
+      return Status::InvalidArgument("--expect: \"" + raw + "\": after " + e.op +
+                                     " a number is expected (the level in the metric's unit), "
+                                     "got \"" +
+                                     num + "\"");
+    e.level = v;
   } else {
     if (rest.empty() || (rest[0] != '+' && rest[0] != '-')) return bad();
     e.direction = rest[0] == '+' ? 1 : -1;
@@ -148,6 +167,20 @@ Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string
     e.size = v / 100;
   }
   return e;
+}
+
+std::string FormatLevel(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string PrimaryEffect(const Verdict& v) {
+  for (const auto& m : v.metrics)
+    if (m.metric == v.primary && m.n_control > 0 && m.n_variant > 0)
+      return FormatEffect(m.ratio) + " " + m.metric + " [" + FormatEffect(m.ci_low) + ", " +
+             FormatEffect(m.ci_high) + "]";
+  return "";
 }
 
 std::string FormatEffect(double ratio) {
@@ -577,6 +610,21 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
     if (!mv || mv->n_control < o.min_runs || mv->n_variant < o.min_runs) {
       out.hypothesis = "inconclusive";
       out.hypothesis_note = "too few runs with a value of " + expectation->metric;
+    } else if (!expectation->op.empty()) {
+      // The variant's level: the control's median moved by the ratio, with the ratio's CI.
+      const double at = mv->control_median * mv->ratio, lo = mv->control_median * mv->ci_low,
+                   hi = mv->control_median * mv->ci_high, t = expectation->level;
+      const std::string& op = expectation->op;
+      auto holds = [&](double x) {
+        return op == ">=" ? x >= t : op == ">" ? x > t : op == "<=" ? x <= t : x < t;
+      };
+      const bool all = holds(lo) && holds(hi), none = !holds(lo) && !holds(hi);
+      out.hypothesis = all ? "confirmed" : none ? "refuted" : "inconclusive";
+      out.hypothesis_note = "expected " + op + " " + FormatLevel(t) + ", the variant's level " +
+                            FormatLevel(at) + " [" + FormatLevel(lo) + ", " + FormatLevel(hi) +
+                            "] (the control's median " + FormatLevel(mv->control_median) +
+                            " times the ratio and its 95 % CI)" +
+                            (all || none ? "" : ": the CI spans the level; add runs");
     } else if (expectation->direction == 0) {
       out.hypothesis = mv->decision == "unchanged" ? "confirmed"
                        : (mv->decision == "improved" || mv->decision == "regressed")

@@ -28,11 +28,17 @@ struct Change {
 Result<Change> ParseVary(const WorkloadSpec& spec, const ParamValues& base,
                          const std::vector<std::string>& varies);
 
-// What a hypothesis expects: "samples_per_s +10%", "step_time_ms -5%", "loss unchanged".
+// What a hypothesis expects: a relative change ("samples_per_s +10%", "step_time_ms -5%",
+// "samples_per_s up"), no change ("loss unchanged"), or a level the variant reaches
+// ("samples_per_s >= 300", "step_time_ms < 12.5"). A level is judged on the variant's level as the
+// control's median times the ratio and its 95 % CI: confirmed when the whole CI is on the expected
+// side, refuted when it is wholly on the other.
 struct Expectation {
   std::string metric;
   int direction = 0;           // +1 increase, -1 decrease, 0 no change
   std::optional<double> size;  // relative, e.g. 0.10
+  std::string op;              // ">=", ">", "<=", "<" for a level; "" otherwise
+  double level = 0;            // with op: the level, in the metric's unit
   std::string text;
 };
 Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string& text);
@@ -190,6 +196,11 @@ BatchAdjustment AdjustBatch(const std::vector<std::string>& decisions,
 
 // "+12.3%" style for a ratio.
 std::string FormatEffect(double ratio);
+// The primary metric's effect in one phrase: "+25.3% samples_per_s [+21.0%, +29.8%]" ("" when
+// the verdict has no primary metric with values).
+std::string PrimaryEffect(const Verdict& v);
+// A level in a metric's unit, 4 significant digits: 312.5, 0.0123, 1.5e+04.
+std::string FormatLevel(double v);
 
 // Stable JSON forms (stored in the database; the tuning log keeps them verbatim).
 std::string ChangeToJson(const Change& c);

@@ -73,6 +73,7 @@ std::string DecidedEntry(const DecidedEntryIn& in) {
                            {"adjusted_p", v.adjusted_p.value_or(1.0)}};
   }
   entry["started_by"] = in.started_by;
+  if (!in.again_reason.empty()) entry["again_reason"] = in.again_reason;
   entry["decided_by"] = "tunectl validator";
   entry["runs"] = {
       {"control", in.control_runs}, {"variant", in.variant_runs}, {"failed", in.failed_runs}};

@@ -28,6 +28,7 @@ struct DecidedEntryIn {
   std::string started_by;
   int control_runs = 0, variant_runs = 0, failed_runs = 0;
   int64_t batch = 0;
+  std::string again_reason;  // the same change was decided before and tested again, for this
 };
 std::string DecidedEntry(const DecidedEntryIn& in);
 

@@ -28,6 +28,66 @@ void ToProto(const WorkloadRow& w, v1::Workload* out) {
   out->set_spec_revision(w.spec_revision);
 }
 
+void ToProto(const GoalRow& g, v1::Goal* out) {
+  out->set_workload(g.workload);
+  out->set_metric(g.goal.metric);
+  out->set_target(g.goal.target);
+  out->set_better(BetterName(g.goal.better));
+  for (const auto& x : g.guardrails) out->add_guardrails(x);
+  out->set_actor(g.actor);
+  out->set_created_at(g.created_at);
+  const GoalProgress& p = g.progress;
+  out->set_measured(p.measured);
+  out->set_config_version(p.config_version);
+  out->set_baseline_id(p.baseline);
+  out->set_level(p.level);
+  out->set_ci_low(p.ci_low);
+  out->set_ci_high(p.ci_high);
+  out->set_n(p.n);
+  out->set_attained(p.attained);
+  out->set_reached(p.reached);
+  out->set_reached_surely(p.reached_surely);
+  for (const auto& s : p.steps) {
+    auto* ps = out->add_steps();
+    ps->set_version(s.version);
+    ps->set_change(s.change);
+    ps->set_experiment_id(s.experiment);
+    ps->set_measured(s.ratio.has_value());
+    ps->set_ratio(s.ratio.value_or(0));
+    ps->set_ci_low(s.ci_low.value_or(0));
+    ps->set_ci_high(s.ci_high.value_or(0));
+  }
+  out->set_moved(p.moved);
+  out->set_summary(p.summary);
+}
+
+void ToProto(const AdvisorReport& r, v1::AdvisorReport* out) {
+  for (const auto& a : r.advice) {
+    auto* p = out->add_advice();
+    p->set_rule(a.rule);
+    p->set_bottleneck(a.bottleneck);
+    p->set_score(a.score);
+    for (const auto& e : a.evidence) p->add_evidence(e);
+    for (const auto& c : a.changes) {
+      auto* pc = p->add_changes();
+      pc->set_param(c.param);
+      pc->set_value(c.value);
+      pc->set_why(c.why);
+    }
+    p->set_missing_params(a.missing_params);
+    p->set_direction(a.direction);
+    p->set_expected(a.expected);
+    p->set_expect_arg(a.expect_arg);
+    p->set_command(a.command);
+  }
+  for (const auto& n : r.not_checked) {
+    auto* p = out->add_not_checked();
+    p->set_rule(n.rule);
+    p->set_needs(n.needs);
+  }
+  for (const auto& f : r.checked_fine) out->add_checked_fine(f);
+}
+
 void ToProto(const BaselineRow& b, v1::Baseline* out) {
   out->set_id(b.id);
   out->set_workload(b.workload);
@@ -175,6 +235,7 @@ void ToProto(const HypothesisRow& h, v1::Hypothesis* out) {
   out->set_created_at(h.created_at);
   out->set_locked(h.locked);
   out->set_experiment_id(h.experiment_id);
+  for (const auto& e : h.earlier) out->add_earlier(e);
 }
 
 void ToProto(const ExperimentRow& e, v1::Experiment* out) {
@@ -183,6 +244,8 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_batch_id(e.batch_id);
   if (e.verdict) out->set_verdict_json(VerdictToJson(*e.verdict));
   out->set_placement(e.placement);
+  out->set_goal_note(e.goal_note);
+  out->set_again_reason(e.again_reason);
   if (e.verdict && !e.verdict->correction.empty()) {
     out->set_correction(e.verdict->correction);
     out->set_unadjusted_decision(e.verdict->unadjusted_decision);

@@ -27,6 +27,10 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                               v1::Baseline*) override;
   grpc::Status GetBaseline(grpc::ServerContext*, const v1::GetBaselineRequest*,
                            v1::Baseline*) override;
+  grpc::Status AdviseBaseline(grpc::ServerContext*, const v1::AdviseBaselineRequest*,
+                              v1::AdvisorReport*) override;
+  grpc::Status SetGoal(grpc::ServerContext*, const v1::SetGoalRequest*, v1::Goal*) override;
+  grpc::Status GetGoal(grpc::ServerContext*, const v1::GetGoalRequest*, v1::Goal*) override;
   grpc::Status CancelBaseline(grpc::ServerContext*, const v1::CancelBaselineRequest*,
                               v1::Baseline*) override;
   grpc::Status ListBaselines(grpc::ServerContext*, const v1::ListBaselinesRequest*,

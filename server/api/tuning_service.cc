@@ -239,6 +239,8 @@ grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
   in.hypothesis_id = req->hypothesis_id();
   in.repeats = req->repeats();
   in.request_id = req->request_id();
+  in.again = req->again();
+  in.again_reason = req->again_reason();
   auto id = store_->CreateExperiment(in, Actor(ctx));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
@@ -267,6 +269,18 @@ grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
   if (auto st = NextPage(kExperimentPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
     return ToGrpc(st);
   for (const auto& e : r->rows) ToProto(e, resp->add_experiments());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::AdviseBaseline(grpc::ServerContext*,
+                                               const v1::AdviseBaselineRequest* req,
+                                               v1::AdvisorReport* resp) {
+  auto in = store_->AdvisorInputOf(req->id());
+  if (!in.ok()) return ToGrpc(in.status());
+  in->workload_flag = "--workload " + in->spec.name;
+  resp->set_baseline_id(req->id());
+  resp->set_workload(in->spec.name);
+  ToProto(Advise(*in), resp);
   return grpc::Status::OK;
 }
 
@@ -316,6 +330,26 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
   if (auto st = NextPage(kLogPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
     return ToGrpc(st);
   for (const auto& l : r->rows) ToProto(l, resp->add_entries());
+  // Progress toward the workload's goal heads its log (none named and several: no goal line).
+  if (auto goal = store_->GetGoal(req->workload()); goal.ok())
+    resp->set_goal(goal->progress.summary);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::SetGoal(grpc::ServerContext* ctx, const v1::SetGoalRequest* req,
+                                        v1::Goal* resp) {
+  auto g = store_->SetGoal(req->workload(), req->metric(), req->target(),
+                           {req->guardrails().begin(), req->guardrails().end()}, Actor(ctx));
+  if (!g.ok()) return ToGrpc(g.status());
+  ToProto(*g, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext*, const v1::GetGoalRequest* req,
+                                        v1::Goal* resp) {
+  auto g = store_->GetGoal(req->workload());
+  if (!g.ok()) return ToGrpc(g.status());
+  ToProto(*g, resp);
   return grpc::Status::OK;
 }
 
@@ -430,6 +464,8 @@ grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
   in.repeats = req->repeats();
   in.correction = req->correction().empty() ? "holm" : req->correction();
   in.request_id = req->request_id();
+  in.again = req->again();
+  in.again_reason = req->again_reason();
   auto id = store_->CreateBatch(in, Actor(ctx));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();

@@ -133,14 +133,20 @@ Result<int64_t> Store::CreateBatch(const BatchIn& in, const std::string& actor) 
     e.baseline_id = in.baseline_id;
     e.repeats = in.repeats;
     e.schedule_id = schedule_id;
+    e.again = in.again;
+    e.again_reason = in.again_reason;
     std::vector<int64_t> ids;
     for (const auto& one : *singles) {
       e.vary = {one};
       auto id = CreateExperimentTx(w, e, actor);
-      if (!id.ok())
-        return Status(id.status().code() == Status::Code::kInvalidArgument
-                          ? Status::InvalidArgument("batch: " + one + ": " + id.status().message())
-                          : id.status());
+      if (!id.ok()) {
+        const auto code = id.status().code();
+        if (code == Status::Code::kInvalidArgument)
+          return Status::InvalidArgument("batch: " + one + ": " + id.status().message());
+        if (code == Status::Code::kFailedPrecondition)  // e.g. a change decided before
+          return Status::FailedPrecondition("batch: " + one + ": " + id.status().message());
+        return id.status();
+      }
       ids.push_back(*id);
       if (e.baseline_id == 0)
         e.baseline_id = w.exec_params1("SELECT baseline_id FROM experiments WHERE id = $1", *id)[0]

@@ -96,7 +96,8 @@ const char* const kExperimentSelect =
     "frozen_by, COALESCE(e.freeze_reason, '') AS freeze_reason, e.actor AS actor, "
     "tunectl_ts(e.created_at) AS created_at, COALESCE(tunectl_ts(e.decided_at), '') AS "
     "decided_at, COALESCE(tunectl_ts(e.frozen_at), '') AS frozen_at, COALESCE(a.name, '') AS "
-    "agent, e.spec_revision AS spec_revision, COALESCE(e.batch_id, 0) AS batch_id FROM "
+    "agent, e.spec_revision AS spec_revision, COALESCE(e.batch_id, 0) AS batch_id, "
+    "COALESCE(e.again_reason, '') AS again_reason FROM "
     "experiments e JOIN workloads wl ON wl.id = e.workload_id JOIN config_versions c ON c.id "
     "= e.control_config_id LEFT JOIN hypotheses h ON h.id = e.hypothesis_id LEFT JOIN "
     "config_versions fc ON fc.id = e.frozen_config_id LEFT JOIN agents a ON a.id = "
@@ -135,6 +136,7 @@ Result<ExperimentRow> ExperimentFromRow(const pqxx::row& r) {
   e.agent = r["agent"].as<std::string>();
   e.spec_revision = r["spec_revision"].as<int>();
   e.batch_id = r["batch_id"].as<int64_t>();
+  e.again_reason = r["again_reason"].as<std::string>();
   return e;
 }
 
@@ -281,8 +283,9 @@ void RecordDecision(pqxx::work& w, int64_t experiment_id, const Verdict& v,
       "SELECT e.workload_id, wl.name AS workload, e.baseline_id, c.version, e.spec_revision, "
       "e.change::text AS change, COALESCE(e.hypothesis_id, 0) AS hypothesis_id, "
       "COALESCE(h.statement, '') AS statement, COALESCE(h.evidence, '') AS evidence, "
-      "COALESCE(h.expect_text, '') AS expect, e.actor, COALESCE(e.batch_id, 0) AS batch_id "
-      "FROM experiments e JOIN workloads wl ON wl.id = e.workload_id "
+      "COALESCE(h.expect_text, '') AS expect, e.actor, COALESCE(e.batch_id, 0) AS batch_id, "
+      "COALESCE(e.again_reason, '') AS again_reason FROM experiments e JOIN workloads wl ON wl.id "
+      "= e.workload_id "
       "JOIN config_versions c ON c.id = e.control_config_id "
       "LEFT JOIN hypotheses h ON h.id = e.hypothesis_id WHERE e.id = $1",
       experiment_id);
@@ -307,6 +310,7 @@ void RecordDecision(pqxx::work& w, int64_t experiment_id, const Verdict& v,
   in.verdict = v;
   in.started_by = row["actor"].as<std::string>();
   in.batch = row["batch_id"].as<int64_t>();
+  in.again_reason = row["again_reason"].as<std::string>();
   auto counts = w.exec_params1(
       Sql("SELECT count(*) FILTER (WHERE arm = 'control' AND (state = 'succeeded' OR state IN "
           "{failed})) AS control, count(*) FILTER (WHERE arm = 'variant' AND (state = 'succeeded' "
@@ -361,13 +365,35 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
     return Status::InvalidArgument("--vary " + change->Describe() + " differs from hypothesis " +
                                    std::to_string(hyp->id) + " (" + hyp->change.Describe() +
                                    "); drop --vary or write a new hypothesis");
+  ParamValues variant = b->params;
+  for (const auto& [k, v] : change->to) variant[k] = v;
+  // The tuning log's memory: the same change on the same config, tried before.
+  std::vector<EarlierTry> earlier;
+  for (const auto& r : w.exec_params(
+           "SELECT id, state, COALESCE(decision, ''), COALESCE(verdict::text, ''), "
+           "COALESCE(tunectl_ts(decided_at), '') FROM experiments WHERE control_config_id = $1 "
+           "AND variant_params = $2::jsonb ORDER BY id DESC",
+           b->config_id, MapToJson(variant))) {
+    EarlierTry e;
+    e.experiment = r[0].as<int64_t>();
+    e.state = ParseExperimentState(r[1].as<std::string>()).value_or(ExperimentState::kClosed);
+    e.decision = r[2].as<std::string>();
+    if (auto v = VerdictFromJson(r[3].as<std::string>()); v.ok()) {
+      e.effect = PrimaryEffect(*v);
+      if (!v->decision.empty()) e.decision = v->decision;  // final, after a batch's correction
+    }
+    e.decided_at = r[4].as<std::string>();
+    earlier.push_back(std::move(e));
+  }
+  if (auto st = CheckRepeatedChange(earlier, change->Describe(), b->config_version, in.again,
+                                    in.again_reason);
+      !st.ok())
+    return st;
   // --repeats is the cap per arm; the sequential design stops earlier when the answer is clear.
   auto size = SizeExperiment(in.repeats, spec);
   if (!size.ok()) return size.status();
   const int repeats = size->max_pairs;
   const int min_pairs = size->first_pairs;
-  ParamValues variant = b->params;
-  for (const auto& [k, v] : change->to) variant[k] = v;
   auto control_launch = BindLaunch(spec, b->params);
   if (!control_launch.ok()) return control_launch.status();
   auto variant_launch = BindLaunch(spec, variant);
@@ -381,13 +407,14 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
       w.exec_params1(
            "INSERT INTO experiments(workload_id, baseline_id, hypothesis_id, control_config_id, "
            "change, variant_params, repeats, min_pairs, queued_pairs, state, actor, batch_id, "
-           "schedule_id, expected_s, spec_revision) VALUES ($1,$2,$3,$4,$5::json,$6::jsonb,$7,$8,"
-           "$8,'running',$9,$10,$11,$12,$13) RETURNING id",
+           "schedule_id, expected_s, spec_revision, again_reason) VALUES ($1,$2,$3,$4,$5::json,"
+           "$6::jsonb,$7,$8,$8,'running',$9,$10,$11,$12,$13,$14) RETURNING id",
            b->workload.id, b->id, hyp ? std::optional<int64_t>(hyp->id) : std::nullopt,
            b->config_id, ChangeToJson(*change), MapToJson(variant), repeats, min_pairs, actor,
            in.batch_id ? std::optional<int64_t>(in.batch_id) : std::nullopt,
            in.schedule_id ? std::optional<int64_t>(in.schedule_id) : std::nullopt, expected_s,
-           b->workload.spec_revision)[0]
+           b->workload.spec_revision,
+           in.again ? std::optional<std::string>(in.again_reason) : std::nullopt)[0]
           .as<int64_t>();
   const std::string launches[2] = {LaunchRecordToJson(MakeLaunchRecord(spec, *control_launch)),
                                    LaunchRecordToJson(MakeLaunchRecord(spec, *variant_launch))};
@@ -403,6 +430,7 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
         {{"baseline", b->id},
          {"change", change->Describe()},
          {"repeats", repeats},
+         {"again_reason", in.again ? in.again_reason : ""},
          {"hypothesis", hyp ? hyp->id : 0}});
   return id;
 }
@@ -442,7 +470,30 @@ Result<HypothesisRow> Store::GetHypothesis(int64_t id) {
   return InTx<HypothesisRow>(pool_, clock_, [&](pqxx::work& w) -> Result<HypothesisRow> {
     auto r = w.exec_params(std::string(kHypothesisSelect) + "WHERE h.id = $1", id);
     if (r.empty()) return Status::NotFound("hypothesis " + std::to_string(id) + " not found");
-    return HypothesisFromRow(r[0]);
+    HypothesisRow h = HypothesisFromRow(r[0]);
+    // The tuning log's memory: every experiment that changed one of the same parameters.
+    std::vector<std::string> params;
+    for (const auto& [k, v] : h.change.to) params.push_back(k);
+    for (const auto& e : w.exec_params(
+             "SELECT e.id, e.state, COALESCE(e.decision, ''), COALESCE(e.verdict::text, ''), "
+             "e.change::text, c.version FROM experiments e JOIN config_versions c ON c.id = "
+             "e.control_config_id JOIN hypotheses h ON h.id = $1 WHERE e.workload_id = "
+             "h.workload_id AND e.id IS DISTINCT FROM h.experiment_id AND (e.change::jsonb -> "
+             "'to') ?| $2::text[] ORDER BY e.id",
+             id, PgArray(params))) {
+      EarlierTry t;
+      t.experiment = e[0].as<int64_t>();
+      t.state = ParseExperimentState(e[1].as<std::string>()).value_or(ExperimentState::kClosed);
+      t.decision = e[2].as<std::string>();
+      if (auto v = VerdictFromJson(e[3].as<std::string>()); v.ok()) {
+        t.effect = PrimaryEffect(*v);
+        if (!v->decision.empty()) t.decision = v->decision;
+      }
+      if (auto c = ChangeFromJson(e[4].as<std::string>()); c.ok()) t.change = c->Describe();
+      t.config_version = e[5].as<int>();
+      h.earlier.push_back(DescribeTry(t));
+    }
+    return h;
   });
 }
 
@@ -493,6 +544,10 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
     }
     auto now = w.exec("SELECT (EXTRACT(EPOCH FROM tunectl_now()) * 1000)::bigint");
     e->placement = DescribePlacement(runs, isolated, now[0][0].as<int64_t>()).summary;
+    if (e->verdict)
+      if (auto wl = LoadWorkload(w, e->workload); wl.ok())
+        if (auto goal = LoadGoal(w, *wl); goal.ok() && *goal)
+          e->goal_note = GoalNote((*goal)->goal, *e->verdict);
     return e;
   });
 }

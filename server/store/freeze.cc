@@ -18,8 +18,9 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
         "SELECT e.state, COALESCE(e.decision, '') AS decision, e.control_config_id, "
         "e.workload_id, e.variant_params::text AS variant_params, e.change::text AS change, "
         "c.version AS control_version, wl.name AS workload, e.spec_revision, "
-        "COALESCE(fc.version, 0) AS frozen_version, COALESCE(e.batch_id, 0) AS batch_id "
-        "FROM experiments e JOIN config_versions c ON c.id = e.control_config_id "
+        "COALESCE(fc.version, 0) AS frozen_version, COALESCE(e.batch_id, 0) AS batch_id, "
+        "COALESCE(e.verdict::text, '') AS verdict FROM experiments e JOIN config_versions c ON "
+        "c.id = e.control_config_id "
         "JOIN workloads wl ON wl.id = e.workload_id LEFT JOIN config_versions fc ON "
         "fc.id = e.frozen_config_id WHERE e.id = $1 FOR UPDATE OF e",
         id);
@@ -43,6 +44,13 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
     facts.current_version =
         cur["id"].as<int64_t>() == control_cfg ? facts.control_version : cur["version"].as<int>();
     facts.batch = row["batch_id"].as<int64_t>();
+    // The workload's goal: a freeze must not break one of its guardrails (unless forced).
+    if (auto wl = LoadWorkload(w, facts.workload); wl.ok()) {
+      auto goal = LoadGoal(w, *wl);
+      auto verdict = VerdictFromJson(row["verdict"].as<std::string>());
+      if (goal.ok() && *goal && verdict.ok())
+        facts.goal_breaks = CheckGoalGuardrails((*goal)->goal, *verdict).broken;
+    }
     if (Status st = CheckFreeze(facts); !st.ok()) return st;
     auto spec = LoadSpecRevision(w, workload_id, row["spec_revision"].as<int>());
     if (!spec.ok()) return spec.status();
@@ -95,7 +103,11 @@ Result<ExperimentRow> Store::FreezeExperiment(int64_t id, bool force, const std:
     AppendLog(w, workload_id, id, LogKind::kFrozen, actor,
               FrozenEntry({id, version, bid, force, reason, facts.decision}));
     Audit(w, actor, "config.frozen", "experiment", id,
-          {{"version", version}, {"forced", force}, {"reason", reason}, {"baseline", bid}});
+          {{"version", version},
+           {"forced", force},
+           {"reason", reason},
+           {"baseline", bid},
+           {"goal_guardrails_broken", facts.goal_breaks}});
     return LoadExperimentById(w, id);
   });
 }

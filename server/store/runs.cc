@@ -375,6 +375,39 @@ Result<BaselineRow> Store::GetBaseline(int64_t id) {
   });
 }
 
+Result<AdvisorInput> Store::AdvisorInputOf(int64_t baseline_id) {
+  auto b = GetBaseline(baseline_id);
+  if (!b.ok()) return b.status();
+  if (b->state != "completed")
+    return Status::FailedPrecondition(
+        "baseline " + std::to_string(baseline_id) + " is " + b->state +
+        (b->state == "running" ? " (" + std::to_string(b->runs_succeeded) + " of " +
+                                     std::to_string(b->repeats) + " runs done)"
+                               : "") +
+        "; the advisor reads a completed baseline's figures");
+  AdvisorInput in;
+  in.spec = b->spec;
+  in.params = b->params;
+  for (const auto& s : b->summaries)
+    if (s.stats.n > 0) in.medians[s.metric] = s.stats.median;
+  auto side = InTx<std::map<std::string, std::vector<double>>>(
+      pool_, clock_, [&](pqxx::work& w) -> Result<std::map<std::string, std::vector<double>>> {
+        std::map<std::string, std::vector<double>> per_run;
+        for (const auto& row : w.exec_params(
+                 "SELECT rs.metric, rs.median FROM baselines b JOIN runs r ON " BASELINE_RUNS
+                 " JOIN run_summaries rs ON rs.run_id = r.id WHERE b.id = $1 AND r.state = "
+                 "'succeeded' AND rs.usable AND rs.median IS NOT NULL AND rs.metric LIKE "
+                 "'profile\\_%' ORDER BY rs.metric, r.id",
+                 baseline_id))
+          per_run[row[0].as<std::string>()].push_back(row[1].as<double>());
+        return per_run;
+      });
+  if (!side.ok()) return side.status();
+  for (const auto& [metric, values] : *side)
+    if (!in.medians.count(metric)) in.medians[metric] = Median(values);
+  return in;
+}
+
 Result<Paged<BaselineRow>> Store::ListBaselines(const std::string& workload, const Page& page) {
   return InTx<Paged<BaselineRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<BaselineRow>> {
     std::string where = "b.purpose = 'baseline'";

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "core/advisor.h"
 #include "core/clock.h"
 #include "core/experiment.h"
+#include "core/goal.h"
 #include "core/metrics.h"
 #include "core/paging.h"
 #include "core/selector.h"
@@ -208,6 +210,9 @@ struct HypothesisRow {
   std::string expect, evidence, statement, actor, created_at;
   bool locked = false;
   int64_t experiment_id = 0;
+  // Experiments on the same parameter(s), on any config, other than its own (DescribeTry);
+  // GetHypothesis only.
+  std::vector<std::string> earlier;
 };
 
 struct HypothesisIn {
@@ -235,6 +240,17 @@ struct ExperimentRow {
   int frozen_version = 0;
   std::string frozen_by, freeze_reason, actor, created_at, decided_at, frozen_at, agent;
   std::string placement;  // how its runs were placed (core DescribePlacement); GetExperiment only
+  std::string goal_note;  // against the workload's goal (core GoalNote); GetExperiment only
+  std::string again_reason;
+};
+
+// A workload's current goal and what its progress is computed from.
+struct GoalRow {
+  std::string workload;
+  Goal goal;
+  std::vector<std::string> guardrails;  // as written
+  std::string actor, created_at;
+  GoalProgress progress;
 };
 
 struct ExperimentIn {
@@ -246,6 +262,10 @@ struct ExperimentIn {
   int64_t batch_id = 0;     // set by CreateBatch
   int64_t schedule_id = 0;  // runs only inside this schedule's windows
   std::string request_id;   // the client's key: a retry does not create twice
+  // The same change was decided on this config before (CheckRepeatedChange): test it again
+  // anyway, for this reason (kept with the experiment and in its log entry).
+  bool again = false;
+  std::string again_reason;
 };
 
 struct ConfigVersionRow {
@@ -290,6 +310,8 @@ struct BatchIn {
   int repeats = 0;
   std::string correction = "holm";
   std::string request_id;  // the client's key: a retry does not create twice
+  bool again = false;      // as ExperimentIn: members decided before are tested again, for
+  std::string again_reason;
 };
 
 struct BatchRow {
@@ -400,6 +422,10 @@ class Store {
   Result<int64_t> CreateBaseline(const std::string& workload, int repeats, const std::string& actor,
                                  const std::string& request_id = "");
   Result<BaselineRow> GetBaseline(int64_t id);
+  // What the bottleneck advisor reads of a completed baseline: its spec, config and metric medians
+  // plus the medians over its succeeded runs of the profiler's profile_* figures.
+  // FailedPrecondition while it runs or when it failed or was cancelled.
+  Result<AdvisorInput> AdvisorInputOf(int64_t baseline_id);
   // Stops a running baseline, periodic check or stability run: queued runs are cancelled,
   // running ones are stopped by their agents (their results count as cancelled, not failed).
   Result<BaselineRow> CancelBaseline(int64_t id, const std::string& actor);
@@ -487,6 +513,12 @@ class Store {
                                          const std::string& actor);
   Result<ConfigRow> GetConfig(const std::string& workload);
   // `param`: only entries whose change sets it (filtered in SQL).
+  // The workload's goal, replacing its current one (the old one is kept, marked replaced).
+  // InvalidArgument from core ParseGoal against the workload's current spec.
+  Result<GoalRow> SetGoal(const std::string& workload, const std::string& metric, double target,
+                          const std::vector<std::string>& guardrails, const std::string& actor);
+  // NotFound (with the command that sets one) when the workload has none.
+  Result<GoalRow> GetGoal(const std::string& workload);
   Result<Paged<LogRow>> ListLog(const std::string& workload, const std::string& param,
                                 const Page& page = Page());
 

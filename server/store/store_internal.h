@@ -154,6 +154,10 @@ Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& name);
 // The spec a baseline or experiment was started under (its recorded revision).
 Result<WorkloadSpec> LoadSpecRevision(pqxx::work& w, int64_t workload_id, int revision);
 
+// --- goals (goals.cc) ---
+// The workload's current goal, parsed against its current spec; none when it has no goal.
+Result<std::optional<GoalRow>> LoadGoal(pqxx::work& w, const WorkloadRow& wl);
+
 // --- runs (runs.cc) ---
 // The runs matching `condition` (SQL over `runs r`, with $1 = `id`) as core's rules see them,
 // in `order` (SQL over r). `finished_at`, when given, gets each run's finishing time; `metric`,

@@ -342,3 +342,96 @@ TEST(Experiments, AfterAFreezeTheWatchedSeriesIsTheNewConfigsRuns) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Experiments, TheSameChangeOnTheSameConfigIsRefusedUntilAgainWithAReason) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto first = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  // while it runs
+  EXPECT_THAT(st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a").status().message(),
+              HasSubstr("already being tested by experiment " + std::to_string(*first)));
+  RunAll(st, l.agent, 100, 200);
+  const std::string before = Counts(*l.db);
+  auto again = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  EXPECT_EQ(again.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_THAT(again.status().message(),
+              HasSubstr("experiment " + std::to_string(*first) + " decided improved (+"));
+  BatchIn batch;
+  batch.vary = {"nw=4,8"};
+  EXPECT_THAT(st.CreateBatch(batch, "user:a").status().message(),
+              HasSubstr("batch: nw=8: nw 1→8 was already tested on config v1"));
+  EXPECT_EQ(Counts(*l.db), before);  // nothing of the refused batch stays
+  // another value, and the hypothesis on the same parameter lists what was tried
+  EXPECT_TRUE(st.CreateExperiment({"", 0, {"nw=4"}, 0, 3}, "user:a").ok());
+  auto h = st.CreateHypothesis({"", 0, {"nw=16"}, "sps >= 150", "", ""}, "user:a");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  auto hyp = st.GetHypothesis(*h);
+  ASSERT_EQ(hyp->earlier.size(), 2u);
+  EXPECT_THAT(hyp->earlier[0], HasSubstr("experiment " + std::to_string(*first) +
+                                         " on config v1: nw 1→8 decided improved"));
+  EXPECT_THAT(hyp->earlier[1], HasSubstr("still running"));
+  ExperimentIn in{"", 0, {"nw=8"}, 0, 3};
+  in.again = true;
+  EXPECT_THAT(st.CreateExperiment(in, "user:a").status().message(), HasSubstr("--reason"));
+  in.again_reason = "new kernel";
+  auto third = st.CreateExperiment(in, "user:a");
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_EQ(st.GetExperiment(*third)->again_reason, "new kernel");
+}
+
+TEST(Goals, ProgressMovesWithAFreezeAndAGuardrailHoldsAFreezeBack) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  EXPECT_THAT(st.GetGoal("demo").status().message(), HasSubstr("has no goal; set one"));
+  EXPECT_THAT(st.SetGoal("demo", "spss", 300, {}, "user:a").status().message(),
+              HasSubstr("did you mean \"sps\""));
+  auto g = st.SetGoal("demo", "sps", 300, {"loss <= 1.2"}, "user:a");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(g->progress.measured);
+  EXPECT_EQ(g->progress.config_version, 1);
+  EXPECT_NEAR(g->progress.level, 100, 1);
+  EXPECT_NEAR(g->progress.attained, 1.0 / 3, 0.01);
+  EXPECT_TRUE(g->progress.steps.empty());
+
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 200);
+  EXPECT_THAT(st.GetExperiment(*id)->goal_note, HasSubstr("goal sps 300: control "));
+  EXPECT_THAT(st.GetExperiment(*id)->goal_note, HasSubstr("% of it) -> variant 200"));
+  // loss ~1.377 breaks "loss <= 1.2": the freeze needs --force
+  auto refused = st.FreezeExperiment(*id, false, "", "user:b");
+  EXPECT_THAT(refused.status().message(), HasSubstr("breaks a guardrail of demo's goal"));
+  ASSERT_TRUE(st.SetGoal("demo", "sps", 300, {"loss <= 2"}, "user:a").ok());  // replaces it
+  ASSERT_TRUE(st.FreezeExperiment(*id, false, "", "user:b").ok());
+  auto after = st.GetGoal("demo");
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_EQ(after->progress.config_version, 2);
+  EXPECT_NEAR(after->progress.level, 200, 2);
+  ASSERT_EQ(after->progress.steps.size(), 1u);
+  EXPECT_EQ(after->progress.steps[0].experiment, *id);
+  EXPECT_NEAR(*after->progress.steps[0].ratio, 2.0, 0.02);
+  EXPECT_EQ(after->guardrails, (std::vector<std::string>{"loss <= 2"}));
+  EXPECT_EQ(l.db->Scalar("SELECT count(*) FROM goals"), "2");
+}
+
+TEST(Advisor, ReadsACompletedBaselinesMediansAndRefusesARunningOne) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto in = st.AdvisorInputOf(l.baseline);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_NEAR(in->medians.at("sps"), 100, 1);
+  EXPECT_EQ(in->params.at("nw"), "1");
+  EXPECT_EQ(in->spec.name, "demo");
+  auto running = st.CreateBaseline("demo", 3, "user:t");
+  EXPECT_THAT(st.AdvisorInputOf(*running).status().message(),
+              HasSubstr("is running (0 of 3 runs done)"));
+}
+
+}  // namespace
+}  // namespace tunectl

@@ -10,6 +10,7 @@ from cluster import BIN, SRC, Cluster, metric_lines
 
 DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
 DEMO_PATTERNS = [r"samples/s: (?P<value>[0-9.]+)", r"step_time_ms: ([0-9.]+)",
+                 r"data_wait_ms: ([0-9.]+)",
                  r"saving checkpoint at step"]  # run.skip_steps marks are stored as samples too
 
 
@@ -52,7 +53,7 @@ class BaselineE2E(unittest.TestCase):
         self.assertEqual(b["repeats"], 5)
         self.assertEqual(b["runs"]["succeeded"], 5)
         by_metric = {s["metric"]: s for s in b["summary"]}
-        self.assertEqual(set(by_metric), {"samples_per_s", "step_time_ms", "loss"})
+        self.assertEqual(set(by_metric), {"samples_per_s", "step_time_ms", "data_wait_ms", "loss"})
         sps = by_metric["samples_per_s"]
         # n counts the runs fit to be compared: two CPU-bound runs on 2 cores can disturb each
         # other mid-run, and such a run is marked (slowdown) and left out — and says why
@@ -79,7 +80,7 @@ class BaselineE2E(unittest.TestCase):
         run = c.items("run", "list", "--baseline", str(b["id"]))[0]
         detail = c.json("run", "show", str(run["id"]))
         self.assertEqual(detail["params"]["num_workers"], "1")
-        self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "loss"})
+        self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "data_wait_ms", "loss"})
         csv = c.cli("run", "list", "-o", "csv").stdout
         self.assertTrue(csv.startswith("id,for,#,attempt,state"))
         agents = c.json("agent", "list")
@@ -141,7 +142,7 @@ class BaselineE2E(unittest.TestCase):
         with open(log) as f:
             self.assertEqual(f.read().count("saving checkpoint at step"), 2)  # steps 80 and 160
         m = {x["metric"]: x for x in c.json("run", "show", str(run["id"]))["metrics"]}
-        self.assertEqual(set(m), {"samples_per_s", "step_time_ms", "loss"})  # a mark, no metric
+        self.assertEqual(set(m), {"samples_per_s", "step_time_ms", "data_wait_ms", "loss"})  # a mark, no metric
         for name in m:
             self.assertIn("2 sample(s) at skipped steps", m[name]["warnings"])
         self.assert_no_loss_no_duplicates(bid)  # the marks are stored like samples

@@ -135,6 +135,19 @@ TEST(FreezePolicy, OnlyImprovedFreezesUnlessForcedWithAReason) {
   EXPECT_TRUE(CheckFreeze(f).ok());
 }
 
+TEST(FreezePolicy, ABrokenGoalGuardrailNeedsForce) {
+  FreezeFacts f = Decided("improved");
+  f.goal_breaks = {"mfu >= 0.45: the variant's level is 0.41"};
+  Status st = CheckFreeze(f);
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("breaks a guardrail of"));
+  EXPECT_THAT(st.message(), HasSubstr("mfu >= 0.45: the variant's level is 0.41"));
+  EXPECT_THAT(st.message(), HasSubstr("--force --reason"));
+  f.force = true;
+  f.reason = "throughput matters more this quarter";
+  EXPECT_TRUE(CheckFreeze(f).ok());
+}
+
 TEST(FreezePolicy, RefusesRunningMeasuredFrozenAndStaleExperiments) {
   FreezeFacts f = Decided("improved");
   f.state = ExperimentState::kMeasured;
@@ -242,6 +255,55 @@ TEST(SequentialLook, LooksAreIndexedByUsablePairsAndNeedFourOfThem) {
   SequentialStep cap = EvaluateSequential(spec, control, two, std::nullopt, design);
   EXPECT_TRUE(cap.stop);
   EXPECT_EQ(cap.verdict.decision, "inconclusive");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+EarlierTry Tried(int64_t id, ExperimentState s, const std::string& decision) {
+  EarlierTry e;
+  e.experiment = id;
+  e.state = s;
+  e.decision = decision;
+  e.effect = decision.empty() ? "" : "+25.3% samples_per_s [+21.0%, +29.8%]";
+  e.decided_at = "2026-12-05T10:00:00Z";
+  return e;
+}
+
+TEST(RepeatedChange, ADecidedChangeIsRefusedWithTheEarlierVerdict) {
+  Status st = CheckRepeatedChange({Tried(12, ExperimentState::kDecided, "improved")},
+                                  "num_workers=1→2", 3, false, "");
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("num_workers=1→2 was already tested on config "
+                                                 "v3: experiment 12 decided improved (+25.3%"));
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("--again --reason"));
+  EXPECT_EQ(
+      CheckRepeatedChange({Tried(12, ExperimentState::kFrozen, "regressed")}, "x", 3, false, "")
+          .code(),
+      Status::Code::kFailedPrecondition);
+}
+
+TEST(RepeatedChange, ARunningOneIsRefusedAndInconclusiveOrCancelledOnesAreNot) {
+  EXPECT_THAT(CheckRepeatedChange({Tried(7, ExperimentState::kRunning, "")}, "nw=2", 1, false, "")
+                  .message(),
+              ::testing::HasSubstr("already being tested by experiment 7"));
+  EXPECT_TRUE(CheckRepeatedChange({Tried(7, ExperimentState::kDecided, "inconclusive"),
+                                   Tried(8, ExperimentState::kCancelled, "")},
+                                  "nw=2", 1, false, "")
+                  .ok());
+  EXPECT_TRUE(CheckRepeatedChange({}, "nw=2", 1, false, "").ok());
+}
+
+TEST(RepeatedChange, AgainNeedsAReasonAndAReasonNeedsAgain) {
+  const std::vector<EarlierTry> tried = {Tried(12, ExperimentState::kDecided, "unchanged")};
+  EXPECT_TRUE(CheckRepeatedChange(tried, "nw=2", 1, true, "new driver 550").ok());
+  EXPECT_THAT(CheckRepeatedChange(tried, "nw=2", 1, true, "").message(),
+              ::testing::HasSubstr("--reason: missing"));
+  EXPECT_THAT(CheckRepeatedChange({}, "nw=2", 1, false, "why").message(),
+              ::testing::HasSubstr("only with --again"));
 }
 
 }  // namespace

@@ -116,6 +116,24 @@ TEST(ExpectationParser, ParsesDirectionAndSize) {
   EXPECT_THAT(ParseExpectation(s, "sps faster").status().message(), HasSubstr("METRIC +N%"));
 }
 
+TEST(ExpectationParser, ParsesALevelWithOrWithoutBlanks) {
+  WorkloadSpec s = Spec();
+  auto e = ParseExpectation(s, "sps >= 300");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->op, ">=");
+  EXPECT_DOUBLE_EQ(e->level, 300);
+  EXPECT_EQ(e->direction, 1);
+  auto tight = ParseExpectation(s, "step<12.5");
+  ASSERT_TRUE(tight.ok()) << tight.status().message();
+  EXPECT_EQ(tight->op, "<");
+  EXPECT_EQ(tight->metric, "step");
+  EXPECT_EQ(tight->direction, -1);
+  EXPECT_THAT(ParseExpectation(s, "sps >= fast").status().message(),
+              HasSubstr("after >= a number is expected"));
+  EXPECT_THAT(ParseExpectation(s, "sps = 300").status().message(),
+              HasSubstr("METRIC >= X, > X, <= X, < X"));
+}
+
 // Every case's numbers and decision were computed independently with scipy
 // (tests/oracle/gen_vectors.py).
 TEST(Verdict, MetricComparisonsMatchScipyOracle) {
@@ -204,6 +222,21 @@ TEST(Verdict, TooFewRunsIsInconclusive) {
   Verdict r = ComputeVerdict(s, Arm({2400}, {1.3}), Arm({5500, 5400}, {1.3, 1.3}), std::nullopt);
   EXPECT_EQ(r.decision, "inconclusive");
   EXPECT_THAT(r.metrics[0].note, HasSubstr("too few runs"));
+}
+
+TEST(Verdict, ALevelIsJudgedOnTheVariantsLevelCi) {
+  WorkloadSpec s = Spec();
+  ArmData c = Arm({2400, 2410, 2395, 2405}, {1.377, 1.378, 1.376, 1.377});
+  ArmData v = Arm({5500, 5510, 5490, 5520}, {1.377, 1.376, 1.378, 1.377});
+  Verdict met = ComputeVerdict(s, c, v, *ParseExpectation(s, "sps >= 5000"));
+  EXPECT_EQ(met.hypothesis, "confirmed");
+  EXPECT_THAT(met.hypothesis_note, HasSubstr("expected >= 5000, the variant's level 55"));
+  EXPECT_EQ(ComputeVerdict(s, c, v, *ParseExpectation(s, "sps >= 6000")).hypothesis, "refuted");
+  // A level inside the CI: neither.
+  const double at = met.metrics[0].control_median * met.metrics[0].ratio;
+  Verdict mid = ComputeVerdict(s, c, v, *ParseExpectation(s, "sps >= " + std::to_string(at)));
+  EXPECT_EQ(mid.hypothesis, "inconclusive");
+  EXPECT_THAT(mid.hypothesis_note, HasSubstr("the CI spans the level"));
 }
 
 TEST(Verdict, NoEffectIsNeverImprovedAndRefutesHypothesis) {
