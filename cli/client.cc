@@ -88,6 +88,9 @@ class GrpcClient : public Client {
   Result<v1::Goal> SetGoal(const v1::SetGoalRequest& r) override {
     return Call<v1::Goal>(&v1::TuningService::Stub::SetGoal, r);
   }
+  Result<v1::AuditReport> VerifyAudit(const v1::VerifyAuditRequest& r) override {
+    return Call<v1::AuditReport>(&v1::TuningService::Stub::VerifyAudit, r);
+  }
   Result<v1::Goal> GetGoal(const std::string& workload) override {
     v1::GetGoalRequest r;
     r.set_workload(workload);

@@ -39,6 +39,7 @@ class Client {
   virtual Result<v1::AdvisorReport> AdviseBaseline(int64_t id) = 0;
   virtual Result<v1::Goal> SetGoal(const v1::SetGoalRequest& r) = 0;
   virtual Result<v1::Goal> GetGoal(const std::string& workload) = 0;
+  virtual Result<v1::AuditReport> VerifyAudit(const v1::VerifyAuditRequest& r) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
   virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;

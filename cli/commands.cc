@@ -449,6 +449,44 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
               &LogJson);
 }
 
+// --- audit ------------------------------------------------------------------------------------
+
+int AuditVerify(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::VerifyAuditRequest req;
+  if (!o.against.empty()) {
+    std::ifstream in(o.against);
+    const ojson head = in ? ojson::parse(in, nullptr, false) : ojson();
+    if (!head.is_object() || !head.contains("seq") || !head["seq"].is_number_integer() ||
+        !head.contains("hash") || !head["hash"].is_string())
+      return Fail(err,
+                  Status::InvalidArgument("--against: " + o.against +
+                                          " is not a head written by `tunectl audit head -o json` "
+                                          "({\"seq\": N, \"hash\": \"…\"})"));
+    req.set_against_seq(head["seq"].get<int64_t>());
+    req.set_against_hash(head["hash"].get<std::string>());
+  }
+  auto r = c.VerifyAudit(req);
+  if (!r.ok()) return Fail(err, r.status());
+  int rc = ShowOne(*r, o, out, err, &AuditJson, &AuditDetail);
+  if (rc == 0 && !r->ok()) {
+    err << "error: the audit chain is broken: " << r->broken().kind() << " — "
+        << r->broken().detail() << "\n";
+    return 1;
+  }
+  return rc;
+}
+
+int AuditHead(Client& c, const CliOptions& /*o: always JSON, to keep*/, std::ostream& out,
+              std::ostream& err) {
+  auto r = c.VerifyAudit(v1::VerifyAuditRequest());
+  if (!r.ok()) return Fail(err, r.status());
+  if (!r->ok())
+    err << "warning: the chain is broken (" << r->broken().kind()
+        << "); this head covers a broken chain: tunectl audit verify\n";
+  out << AuditHeadJson(*r).dump(2) << "\n";
+  return 0;
+}
+
 // --- goals ------------------------------------------------------------------------------------
 
 int GoalSet(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -655,6 +693,12 @@ const std::vector<Command>& Commands() {
        &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
       {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
+      {"audit", "verify",
+       "walk the hash chain over the audit trail and the tuning log; name the first broken entry",
+       &AuditVerify},
+      {"audit", "head",
+       "the chain's head as JSON, to keep elsewhere and check later with audit verify --against",
+       &AuditHead},
       {"goal", "set",
        "the workload's quantified goal: a metric's target, optionally with guardrails", &GoalSet},
       {"goal", "show",

@@ -44,6 +44,7 @@ struct CliOptions {
   std::string schedule;                 // batch create --schedule
   std::string correction = "holm";      // batch create --correction holm|bh
   std::string request_id;               // --request-id on creates ("" = a new key per command)
+  std::string against;                  // audit verify --against HEAD_FILE
   std::string metric;                   // goal set --metric
   double target = 0;                    // goal set --target
   std::vector<std::string> guardrails;  // goal set --guardrail "mfu >= 0.45" (repeatable)

@@ -119,6 +119,49 @@ ojson AdvisorJson(const v1::AdvisorReport& r) {
   return j;
 }
 
+ojson AuditHeadJson(const v1::AuditReport& r) {
+  return {{"seq", r.head_seq()}, {"hash", r.head_hash()}, {"sealed_at", r.head_sealed_at()}};
+}
+
+ojson AuditJson(const v1::AuditReport& r) {
+  ojson j;
+  j["ok"] = r.ok();
+  j["links"] = r.links();
+  j["rows"] = r.rows();
+  j["pending"] = r.pending();
+  j["head"] = AuditHeadJson(r);
+  if (!r.ok())
+    j["broken"] = {{"seq", r.broken().seq()},
+                   {"source", r.broken().source()},
+                   {"row_id", r.broken().row_id()},
+                   {"kind", r.broken().kind()},
+                   {"detail", r.broken().detail()}};
+  else
+    j["broken"] = nullptr;
+  return j;
+}
+
+std::string AuditDetail(const v1::AuditReport& r) {
+  std::string out;
+  if (r.ok())
+    out = "audit chain OK: " + std::to_string(r.links()) +
+          " link(s) cover the audit trail and the "
+          "tuning log";
+  else
+    out = "audit chain BROKEN at " +
+          (r.broken().seq() > 0 ? "link " + std::to_string(r.broken().seq())
+                                : std::string("a row outside the chain")) +
+          ": " + r.broken().kind() + " — " + r.broken().detail();
+  out += "\n";
+  if (r.pending() > 0)
+    out += std::to_string(r.pending()) +
+           " newer row(s) not sealed yet (the server seals about once "
+           "a second)\n";
+  out += "head: link " + std::to_string(r.head_seq()) + " " + r.head_hash() +
+         (r.head_sealed_at().empty() ? "" : " sealed " + r.head_sealed_at()) + "\n";
+  return out;
+}
+
 ojson GoalJson(const v1::Goal& g) {
   ojson j;
   j["workload"] = g.workload();

@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
     if (n == "config" || (n == "regress" && v != "resolve") || n == "goal")
       sub->add_option("workload", o.workload, "workload name");
+    if (n == "audit" && v == "verify")
+      sub->add_option("--against", o.against,
+                      "a head file written earlier by `tunectl audit head`: the chain must still "
+                      "extend it");
     if (n == "goal" && v == "set") {
       sub->add_option("--metric", o.metric, "the metric the goal is about")->required();
       sub->add_option("--target", o.target, "the level to reach, in the metric's unit")->required();
@@ -130,8 +134,7 @@ int main(int argc, char** argv) {
       sub->add_option("--reason", o.reason, "what fixed it (kept in the tuning log)")->required();
     }
     if ((v == "show" && n != "config" && n != "regress" && n != "goal") || v == "cancel" ||
-        v == "freeze" ||
-        v == "advise")
+        v == "freeze" || v == "advise")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
     if (n == "run" && v == "list")
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");

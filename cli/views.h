@@ -33,6 +33,12 @@ std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& 
 ojson AdvisorJson(const v1::AdvisorReport& r);
 std::string AdvisorDetail(const v1::AdvisorReport& r);
 
+// `audit verify` / `audit head`: the chain's head and the first break, if any.
+ojson AuditJson(const v1::AuditReport& r);
+std::string AuditDetail(const v1::AuditReport& r);
+// What `audit head` prints to keep elsewhere: {"seq", "hash", "sealed_at"}.
+ojson AuditHeadJson(const v1::AuditReport& r);
+
 // `goal show`: the target, where the current config stands (with its CI), each frozen change.
 ojson GoalJson(const v1::Goal& g);
 std::string GoalDetail(const v1::Goal& g);

@@ -28,6 +28,24 @@ void ToProto(const WorkloadRow& w, v1::Workload* out) {
   out->set_spec_revision(w.spec_revision);
 }
 
+void ToProto(const AuditCheck& a, v1::AuditReport* out) {
+  out->set_links(a.report.links);
+  out->set_rows(a.rows);
+  out->set_pending(a.pending);
+  out->set_head_seq(a.report.head_seq);
+  out->set_head_hash(a.report.head_hash);
+  out->set_head_sealed_at(a.head_sealed_at);
+  out->set_ok(!a.report.broken.has_value());
+  if (const auto& b = a.report.broken) {
+    auto* p = out->mutable_broken();
+    p->set_seq(b->seq);
+    p->set_source(b->source);
+    p->set_row_id(b->row_id);
+    p->set_kind(b->kind);
+    p->set_detail(b->detail);
+  }
+}
+
 void ToProto(const GoalRow& g, v1::Goal* out) {
   out->set_workload(g.workload);
   out->set_metric(g.goal.metric);

@@ -345,6 +345,14 @@ grpc::Status TuningServiceImpl::SetGoal(grpc::ServerContext* ctx, const v1::SetG
   return grpc::Status::OK;
 }
 
+grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext*, const v1::VerifyAuditRequest* req,
+                                            v1::AuditReport* resp) {
+  auto v = store_->VerifyAudit(req->against_seq(), req->against_hash());
+  if (!v.ok()) return ToGrpc(v.status());
+  ToProto(*v, resp);
+  return grpc::Status::OK;
+}
+
 grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext*, const v1::GetGoalRequest* req,
                                         v1::Goal* resp) {
   auto g = store_->GetGoal(req->workload());

@@ -216,6 +216,9 @@ void Dispatcher::LivenessOnce() {
 int Dispatcher::ScheduleOnce() {
   leader_ = !opts_.try_lead || opts_.try_lead();
   if (!leader_) return 0;
+  // The audit trail's hash chain: what committed since the last pass is sealed.
+  if (auto sealed = store_->SealAudit(); !sealed.ok())
+    log_(LogLevel::kWarn, "cannot seal the audit trail: " + sealed.status().ToString());
   auto rows = store_->ListSchedules();
   if (!rows.ok()) {
     log_(LogLevel::kWarn, "scheduler: cannot read schedules: " + rows.status().ToString());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/advisor.h"
+#include "core/audit_chain.h"
 #include "core/clock.h"
 #include "core/experiment.h"
 #include "core/goal.h"
@@ -242,6 +243,14 @@ struct ExperimentRow {
   std::string placement;  // how its runs were placed (core DescribePlacement); GetExperiment only
   std::string goal_note;  // against the workload's goal (core GoalNote); GetExperiment only
   std::string again_reason;
+};
+
+// `audit verify`: the chain walked against every row of the audit trail and the tuning log.
+struct AuditCheck {
+  ChainReport report;
+  int64_t rows = 0;     // audit events + log entries
+  int64_t pending = 0;  // rows not sealed yet (the sealer runs about once a second)
+  std::string head_sealed_at;
 };
 
 // A workload's current goal and what its progress is computed from.
@@ -519,6 +528,13 @@ class Store {
                           const std::vector<std::string>& guardrails, const std::string& actor);
   // NotFound (with the command that sets one) when the workload has none.
   Result<GoalRow> GetGoal(const std::string& workload);
+  // Seals up to `max_rows` rows of the audit trail and the tuning log that no link covers yet
+  // into the hash chain (core/audit_chain.h), oldest first; returns how many. The leader calls it
+  // about once a second; one sealer at a time (an advisory lock).
+  Result<int> SealAudit(int max_rows = 5000);
+  // Walks the chain against every row; `against_seq`/`against_hash`: a head kept elsewhere
+  // (`audit head`) the chain must still extend. The report names the first break, if any.
+  Result<AuditCheck> VerifyAudit(int64_t against_seq = 0, const std::string& against_hash = "");
   Result<Paged<LogRow>> ListLog(const std::string& workload, const std::string& param,
                                 const Page& page = Page());
 

@@ -435,3 +435,109 @@ TEST(Advisor, ReadsACompletedBaselinesMediansAndRefusesARunningOne) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+// A decided and frozen experiment: audit events and tuning-log entries, all sealed.
+Loop Sealed(std::unique_ptr<TestDb> db) {
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  RunAll(st, l.agent, 100, 200);
+  EXPECT_TRUE(st.FreezeExperiment(*id, false, "", "user:b").ok());
+  auto n = st.SealAudit();
+  EXPECT_TRUE(n.ok()) << n.status().message();
+  EXPECT_GT(*n, 5);
+  EXPECT_EQ(*st.SealAudit(), 0);  // nothing twice
+  return l;
+}
+
+// As the database superuser, with the append-only triggers off.
+void Tamper(TestDb& db, const std::string& table, const std::string& sql) {
+  db.Scalar("ALTER TABLE " + table + " DISABLE TRIGGER USER");
+  db.Scalar(sql);
+  db.Scalar("ALTER TABLE " + table + " ENABLE TRIGGER USER");
+}
+
+TEST(AuditChain, AnUntouchedChainVerifiesAndTruncateIsRefused) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  auto v = l.db->store().VerifyAudit();
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_FALSE(v->report.broken.has_value());
+  EXPECT_EQ(v->pending, 0);
+  EXPECT_EQ(v->report.links, v->rows);
+  EXPECT_THROW(l.db->Scalar("TRUNCATE audit_events"), std::exception);
+  EXPECT_THROW(l.db->Scalar("TRUNCATE tuning_log CASCADE"), std::exception);
+  EXPECT_THROW(l.db->Scalar("DELETE FROM audit_chain"), std::exception);
+}
+
+TEST(AuditChain, AnEditedLogEntryIsNamed) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  const std::string id = l.db->Scalar("SELECT min(id) FROM tuning_log");
+  Tamper(*l.db, "tuning_log",
+         "UPDATE tuning_log SET entry = '{\"decision\": \"regressed\"}' WHERE id = " + id);
+  auto v = l.db->store().VerifyAudit();
+  ASSERT_TRUE(v->report.broken);
+  EXPECT_EQ(v->report.broken->kind, "edited");
+  EXPECT_EQ(v->report.broken->source, "log");
+  EXPECT_EQ(std::to_string(v->report.broken->row_id), id);
+}
+
+TEST(AuditChain, DeletedInsertedAndSwappedRowsAreNamed) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  Store& st = l.db->store();
+  Tamper(*l.db, "audit_events", "DELETE FROM audit_events WHERE id = 3");
+  auto del = st.VerifyAudit();
+  ASSERT_TRUE(del->report.broken);
+  EXPECT_EQ(del->report.broken->kind, "deleted");
+  EXPECT_EQ(del->report.broken->row_id, 3);
+
+  TUNECTL_TEST_DB(db2);
+  Loop m = Sealed(std::move(db2));
+  // a row put into the sealed past (an old timestamp, an id below the sealed ones)
+  m.db->Scalar(
+      "INSERT INTO audit_events(id, at, actor, kind, entity) VALUES (0, now() - interval '1 day', "
+      "'user:mallory', 'config.frozen', 'experiment')");
+  auto ins = m.db->store().VerifyAudit();
+  ASSERT_TRUE(ins->report.broken);
+  EXPECT_EQ(ins->report.broken->kind, "inserted");
+  EXPECT_EQ(ins->report.broken->row_id, 0);
+  EXPECT_EQ(*m.db->store().SealAudit(), 0);  // the sealer does not take it in either
+
+  TUNECTL_TEST_DB(db3);
+  Loop s = Sealed(std::move(db3));
+  // two audit events' actors swapped
+  Tamper(*s.db, "audit_events",
+         "UPDATE audit_events a SET actor = b.actor FROM audit_events b WHERE (a.id, b.id) IN "
+         "((1, 2), (2, 1))");
+  auto swp = s.db->store().VerifyAudit();
+  ASSERT_TRUE(swp->report.broken);
+  EXPECT_EQ(swp->report.broken->kind, "edited");
+  EXPECT_EQ(swp->report.broken->row_id, 1);
+}
+
+TEST(AuditChain, ARebuiltChainNoLongerExtendsAKeptHead) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  Store& st = l.db->store();
+  auto head = st.VerifyAudit();
+  const int64_t seq = head->report.head_seq;
+  const std::string hash = head->report.head_hash;
+  EXPECT_FALSE(st.VerifyAudit(seq, hash)->report.broken.has_value());
+  // edit a row, then throw the chain away and seal everything again: consistent in itself
+  Tamper(*l.db, "audit_events", "UPDATE audit_events SET actor = 'user:mallory' WHERE id = 2");
+  Tamper(*l.db, "audit_chain", "DELETE FROM audit_chain");
+  ASSERT_TRUE(st.SealAudit().ok());
+  EXPECT_FALSE(st.VerifyAudit()->report.broken.has_value());
+  auto against = st.VerifyAudit(seq, hash);
+  ASSERT_TRUE(against->report.broken);
+  EXPECT_EQ(against->report.broken->kind, "edited");
+  EXPECT_THAT(against->report.broken->detail, HasSubstr("differs from the kept head"));
+}
+
+}  // namespace
+}  // namespace tunectl
