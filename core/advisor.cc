@@ -12,6 +12,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/text.h"
+
 namespace tunectl {
 namespace {
 
@@ -73,17 +75,6 @@ bool NamesField(std::string_view text, std::string_view field) {
     if (left && right) return true;
   }
   return false;
-}
-
-std::string ShellQuote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
 }
 
 // A word the shell passes through as is, quoted only when it has to be.

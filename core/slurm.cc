@@ -231,18 +231,6 @@ bool HasAny(std::string_view text, std::initializer_list<std::string_view> needl
 
 // ---- rendering -------------------------------------------------------------------------------
 
-std::string ShellQuote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  out += '\'';
-  return out;
-}
-
 std::string FormatSlurmTime(int64_t ms) {
   // Slurm reads a limit of zero as "no limit": the shortest limit written is one minute.
   int64_t minutes = ms <= 0 ? 1 : ms / kMinuteMs + (ms % kMinuteMs != 0 ? 1 : 0);

@@ -12,6 +12,7 @@
 
 #include "core/spec.h"
 #include "core/status.h"
+#include "core/text.h"  // ShellQuote
 
 namespace tunectl {
 
@@ -58,8 +59,6 @@ struct SbatchJob {
 // resource.
 Result<std::string> RenderSbatch(const SbatchJob& job, const SlurmOptions& opts);
 
-// 'text' for the shell: single quotes, an inner ' written as '\''.
-std::string ShellQuote(std::string_view text);
 // A duration for --time, rounded up to a whole minute: "D-HH:MM:SS" (90 s -> "0-00:02:00",
 // 25 h -> "1-01:00:00"). At least one minute: 0 ms (or less) -> "0-00:01:00", because Slurm reads
 // a limit of zero as no limit at all.

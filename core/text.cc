@@ -128,4 +128,16 @@ Status CheckDocument(std::string_view text, const std::string& what, const Docum
   return Status::Ok();
 }
 
+std::string ShellQuote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  out += '\'';
+  return out;
+}
+
 }  // namespace tunectl

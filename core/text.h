@@ -30,4 +30,7 @@ struct DocumentLimits {
 Status CheckDocument(std::string_view text, const std::string& what,
                      const DocumentLimits& limits = DocumentLimits());
 
+// 'text' for the shell: single quotes, an inner ' written as '\''.
+std::string ShellQuote(std::string_view text);
+
 }  // namespace tunectl
