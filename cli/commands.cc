@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "cli/views.h"
+#include "core/audit_chain.h"
 #include "core/spec.h"
+#include "sys/ed25519.h"
 
 namespace tunectl {
 namespace {
@@ -453,6 +455,7 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
 
 int AuditVerify(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::VerifyAuditRequest req;
+  std::string against_key;
   if (!o.against.empty()) {
     std::ifstream in(o.against);
     const ojson head = in ? ojson::parse(in, nullptr, false) : ojson();
@@ -464,9 +467,27 @@ int AuditVerify(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
                                           "({\"seq\": N, \"hash\": \"…\"})"));
     req.set_against_seq(head["seq"].get<int64_t>());
     req.set_against_hash(head["hash"].get<std::string>());
+    // A signed head: the file itself must be what the server signed.
+    if (head.contains("signature")) {
+      auto good = Ed25519Verify(head.value("public_key", std::string()),
+                                AuditHeadMessage(req.against_seq(), req.against_hash()),
+                                head.value("signature", std::string()));
+      if (!good.ok())
+        return Fail(err, Status::InvalidArgument("--against: " + good.status().message()));
+      if (!*good) {
+        err << "error: --against " << o.against
+            << ": its signature does not match its seq and hash: the kept head was altered\n";
+        return 1;
+      }
+      against_key = head.value("public_key", std::string());
+    }
   }
   auto r = c.VerifyAudit(req);
   if (!r.ok()) return Fail(err, r.status());
+  if (!against_key.empty() && against_key != r->public_key())
+    err << "warning: the kept head was signed by key " << against_key
+        << ", the server now signs with " << (r->public_key().empty() ? "none" : r->public_key())
+        << "\n";
   int rc = ShowOne(*r, o, out, err, &AuditJson, &AuditDetail);
   if (rc == 0 && !r->ok()) {
     err << "error: the audit chain is broken: " << r->broken().kind() << " — "

@@ -120,7 +120,12 @@ ojson AdvisorJson(const v1::AdvisorReport& r) {
 }
 
 ojson AuditHeadJson(const v1::AuditReport& r) {
-  return {{"seq", r.head_seq()}, {"hash", r.head_hash()}, {"sealed_at", r.head_sealed_at()}};
+  ojson j = {{"seq", r.head_seq()}, {"hash", r.head_hash()}, {"sealed_at", r.head_sealed_at()}};
+  if (!r.head_signature().empty()) {
+    j["signature"] = r.head_signature();
+    j["public_key"] = r.public_key();
+  }
+  return j;
 }
 
 ojson AuditJson(const v1::AuditReport& r) {
@@ -159,6 +164,9 @@ std::string AuditDetail(const v1::AuditReport& r) {
            "a second)\n";
   out += "head: link " + std::to_string(r.head_seq()) + " " + r.head_hash() +
          (r.head_sealed_at().empty() ? "" : " sealed " + r.head_sealed_at()) + "\n";
+  out += r.public_key().empty()
+             ? std::string("the server signs no heads (no --audit-key)\n")
+             : "heads signed by the server's Ed25519 key " + r.public_key() + "\n";
   return out;
 }
 

@@ -89,6 +89,10 @@ const std::string& ChainGenesis() {
   return zeros;
 }
 
+std::string AuditHeadMessage(int64_t seq, const std::string& hash) {
+  return "tunectl audit head v1\n" + std::to_string(seq) + "\n" + hash + "\n";
+}
+
 std::string CanonicalRow(const ChainRow& row) {
   std::string out = row.source + "\n" + std::to_string(row.id) + "\n";
   for (const auto& f : row.fields) out += std::to_string(f.size()) + ":" + f + "\n";

@@ -69,4 +69,7 @@ ChainReport VerifyChain(const std::vector<ChainLink>& links, const std::vector<C
                         int64_t now_ms, int64_t against_seq = 0,
                         const std::string& against_hash = "");
 
+// The text a kept head's signature covers: "tunectl audit head v1\n<seq>\n<hash>\n".
+std::string AuditHeadMessage(int64_t seq, const std::string& hash);
+
 }  // namespace tunectl

@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
                  "seconds without heartbeat before an agent's runs are requeued")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600));
+  app.add_option("--audit-key", opts.audit_key,
+                 "Ed25519 key (PEM) the audit chain's head is signed with; created mode 0600 if "
+                 "missing (default: <data-dir>/audit-ed25519.pem with the embedded database, "
+                 "none with --db)");
   std::string clock_offset;
   app.add_option("--clock-offset", clock_offset,
                  "shift the server's clock, e.g. 6h or -90m (tests: reach a window without "

@@ -65,6 +65,7 @@ class ServerImpl : public Server {
   std::unique_ptr<Store> store_;
   std::unique_ptr<LeaderLock> leader_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<Ed25519Key> audit_key_;
   std::unique_ptr<TuningServiceImpl> tuning_;
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
@@ -128,8 +129,19 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   s->leader_ = std::make_unique<LeaderLock>(dsn);
   dopts.try_lead = [lock = s->leader_.get()] { return lock->Check(); };
   s->dispatcher_ = std::make_unique<Dispatcher>(s->store_.get(), dopts, log);
-  s->tuning_ =
-      std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get(), s->clock_.get());
+  // The audit chain's head is signed with this server's Ed25519 key (kept with the embedded data).
+  std::string key_path = opts.audit_key;
+  if (key_path.empty() && opts.db.empty())
+    key_path = (opts.data_dir.empty() ? DefaultDataDir() : opts.data_dir) + "/audit-ed25519.pem";
+  if (!key_path.empty()) {
+    auto key = Ed25519Key::LoadOrCreate(key_path);
+    if (!key.ok()) return key.status();
+    s->audit_key_ = std::move(*key);
+    log(LogLevel::kInfo, "audit heads are signed with " + key_path + " (public key " +
+                             s->audit_key_->PublicKeyHex() + ")");
+  }
+  s->tuning_ = std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get(),
+                                                   s->clock_.get(), s->audit_key_.get());
   AgentServiceOptions aopts;
   aopts.heartbeat_interval_ms = beat_ms;
   char host[256] = {0};

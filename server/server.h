@@ -27,6 +27,9 @@ struct ServerOptions {
   // Shifts the server's clock (every decision, record and schedule window) by this much; for
   // tests that need tomorrow night's window now. 0 in production.
   int64_t clock_offset_ms = 0;
+  // The Ed25519 key the audit chain's head is signed with (PEM; created mode 0600 when missing).
+  // "" = <data_dir>/audit-ed25519.pem with the embedded PostgreSQL, none (unsigned) with --db.
+  std::string audit_key;
 };
 
 class Server {

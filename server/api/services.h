@@ -9,15 +9,18 @@
 #include "core/log.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/store/store.h"
+#include "sys/ed25519.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
 
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
-  // Not owned; all outlive the service. `clock` tells schedules' windows and wait reasons.
-  TuningServiceImpl(Store* store, Dispatcher* dispatcher, const Clock* clock)
-      : store_(store), dispatcher_(dispatcher), clock_(clock) {}
+  // Not owned; all outlive the service. `clock` tells schedules' windows and wait reasons;
+  // `audit_key` (may be null: heads unsigned) signs the audit chain's head.
+  TuningServiceImpl(Store* store, Dispatcher* dispatcher, const Clock* clock,
+                    const Ed25519Key* audit_key = nullptr)
+      : store_(store), dispatcher_(dispatcher), clock_(clock), audit_key_(audit_key) {}
 
   grpc::Status ApplyWorkload(grpc::ServerContext*, const v1::ApplyWorkloadRequest*,
                              v1::ApplyWorkloadResponse*) override;
@@ -92,6 +95,7 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   Store* store_;
   Dispatcher* dispatcher_;
   const Clock* clock_;
+  const Ed25519Key* audit_key_;
   ScheduleBook schedules_;
 };
 

@@ -350,6 +350,11 @@ grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext*, const v1::Veri
   auto v = store_->VerifyAudit(req->against_seq(), req->against_hash());
   if (!v.ok()) return ToGrpc(v.status());
   ToProto(*v, resp);
+  if (audit_key_) {
+    resp->set_head_signature(
+        audit_key_->SignHex(AuditHeadMessage(v->report.head_seq, v->report.head_hash)));
+    resp->set_public_key(audit_key_->PublicKeyHex());
+  }
   return grpc::Status::OK;
 }
 

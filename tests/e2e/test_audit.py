@@ -2,7 +2,7 @@
 records into a hash chain; `audit verify` is OK untouched; an audit event edited as the database
 superuser with the append-only trigger disabled is named (link, row, "edited") and the command
 exits non-zero; a head kept with `audit head` catches a chain rebuilt after the edit; TRUNCATE is
-refused."""
+refused; the kept head is signed with the server's Ed25519 key and a forged one is caught."""
 import json
 import os
 import shutil
@@ -45,6 +45,16 @@ class AuditE2E(unittest.TestCase):
         kept = c.write("head.json", head)
         self.assertGreater(json.loads(head)["seq"], 0)
         self.assertEqual(c.cli("audit", "verify", "--against", kept).returncode, 0)
+        # the head is signed by the server's Ed25519 key; a kept head edited by hand is caught
+        signed = json.loads(head)
+        self.assertEqual(len(signed["signature"]), 128)
+        self.assertEqual(len(signed["public_key"]), 64)
+        self.assertIn(signed["public_key"], c.cli("audit", "verify").stdout)
+        forged = dict(signed, hash="0" * 64)
+        p = c.cli("audit", "verify", "--against", c.write("forged.json", json.dumps(forged)),
+                  check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("the kept head was altered", p.stderr)
 
         p = self.sql("TRUNCATE audit_events")
         self.assertNotEqual(p.returncode, 0)
