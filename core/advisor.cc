@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "core/text.h"
@@ -462,18 +464,6 @@ void SetGain(Advice& a, const MetricSpec* primary, double share_pct, const std::
                std::to_string(half) + "%, half that bound";
 }
 
-void SetCommand(Advice& a, const AdvisorInput& in) {
-  a.command.clear();
-  if (a.changes.empty() || a.expect_arg.empty()) return;
-  std::string cmd = "tunectl hypothesis create";
-  if (!in.workload_flag.empty()) cmd += " " + in.workload_flag;
-  cmd += " --param " + ShellWord(a.changes.front().param + "=" + a.changes.front().value);
-  cmd += " --expect " + ShellQuote(a.expect_arg);
-  cmd += " --statement " + ShellQuote(a.bottleneck);
-  if (!a.evidence.empty()) cmd += " --evidence " + ShellQuote(a.evidence.front());
-  a.command = cmd;
-}
-
 // `changes` from the collected attempts, else what the workload could declare.
 void SetChanges(Advice& a, Changes c, const std::vector<std::string>& undeclared) {
   a.changes = std::move(c.list);
@@ -610,20 +600,20 @@ int64_t NextMultiple(int64_t n, int64_t m) {
   return (n + m - 1) / m * m;
 }
 
-// "hidden_size 5120 is a multiple of 64 (fine)" and the other two cases. `fix` words the remedy
-// for a dimension that is not a multiple of 64.
-std::string AlignmentLine(const std::string& subject, int64_t n, bool is_vocab) {
+// "hidden_size 5120 is a multiple of 64 (fine)" and the other two cases. `remedy` words the fix
+// of a dimension that is not a multiple of 64; "" gives "the next multiple of 64 is N".
+std::string AlignmentLine(const std::string& subject, int64_t n, const std::string& remedy) {
   const int align = TensorCoreAlignment(n);
   if (align == 64) return subject + " is a multiple of 64 (fine)";
-  const std::string next = std::to_string(NextMultiple(n, 64));
+  const std::string fix =
+      remedy.empty() ? "the next multiple of 64 is " + std::to_string(NextMultiple(n, 64)) : remedy;
   if (align == 8)
     return subject +
-           " is a multiple of 8 but not of 64: Tensor Cores run it, with less efficient "
-           "tiles than at a multiple of 64 (the next multiple of 64 is " +
-           next + ")";
+           " is a multiple of 8 but not of 64: Tensor Cores run it, with less efficient tiles "
+           "than at a multiple of 64; " +
+           fix;
   return subject + " is not a multiple of 8: fp16/bf16 Tensor Core matmuls pad or fall back; " +
-         (is_vocab ? "pad it to " + next + " (the next multiple of 64)"
-                   : "the next multiple of 64 is " + next);
+         fix;
 }
 
 // The divisibility evidence on the model's matmul dimensions; `misaligned` says whether any
@@ -631,9 +621,12 @@ std::string AlignmentLine(const std::string& subject, int64_t n, bool is_vocab) 
 std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misaligned) {
   std::vector<std::string> ev;
   *misaligned = false;
-  auto note = [&](const std::string& subject, int64_t n, bool is_vocab) {
+  auto note = [&](const std::string& subject, int64_t n, const std::string& remedy = "") {
     if (TensorCoreAlignment(n) != 64) *misaligned = true;
-    ev.push_back(AlignmentLine(subject, n, is_vocab));
+    ev.push_back(AlignmentLine(subject, n, remedy));
+  };
+  auto pad_vocab = [](int64_t n) {
+    return "pad it to " + std::to_string(NextMultiple(n, 64)) + " (the next multiple of 64)";
   };
   auto hidden = DimParam(in, {"hidden_size"});
   auto ffn = DimParam(in, {"ffn_hidden_size", "intermediate_size"});
@@ -648,8 +641,8 @@ std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misa
     return ev;
   }
   auto subject = [](const Dim& d) { return d.name + " " + std::to_string(d.value); };
-  if (hidden) note(subject(*hidden), hidden->value, false);
-  if (ffn) note(subject(*ffn), ffn->value, false);
+  if (hidden) note(subject(*hidden), hidden->value);
+  if (ffn) note(subject(*ffn), ffn->value);
   // The vocabulary as the model uses it: Megatron-LM pads it to a multiple of
   // make_vocab_size_divisible_by × tp.
   std::optional<Dim> vocab_used = vocab;
@@ -668,9 +661,9 @@ std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misa
                      std::to_string(padded) + via);
         vocab_used = Dim{"padded vocab", padded};
       }
-      note(vocab_used->name + " " + std::to_string(padded), padded, true);
+      note(vocab_used->name + " " + std::to_string(padded), padded, pad_vocab(padded));
     } else {
-      note(subject(*vocab), vocab->value, true);
+      note(subject(*vocab), vocab->value, pad_vocab(vocab->value));
     }
   }
   if (hidden && heads) {
@@ -678,7 +671,7 @@ std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misa
       const int64_t hd = hidden->value / heads->value;
       note("head dim " + std::to_string(hd) + " (" + subject(*hidden) + " / " + subject(*heads) +
                ")",
-           hd, false);
+           hd);
     } else {
       *misaligned = true;
       ev.push_back(subject(*hidden) + " does not divide by " + subject(*heads) +
@@ -688,6 +681,11 @@ std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misa
   if (tp && tp->value > 1) {
     const std::string by = " / " + subject(*tp);
     auto shard = [&](const Dim& d, bool is_vocab) {
+      const int64_t unit = 64 * tp->value;
+      const std::string remedy =
+          is_vocab ? "pad the vocabulary to " + std::to_string(NextMultiple(d.value, unit)) +
+                         " (the next multiple of 64 × tp = " + std::to_string(unit) + ")"
+                   : "";
       if (d.value % tp->value != 0) {
         *misaligned = true;
         ev.push_back(d.name + " " + std::to_string(d.value) + " does not divide by " +
@@ -696,7 +694,7 @@ std::vector<std::string> DivisibilityEvidence(const AdvisorInput& in, bool* misa
       }
       const int64_t per = d.value / tp->value;
       note(d.name + " " + std::to_string(d.value) + by + " = " + std::to_string(per) + " per GPU",
-           per, is_vocab);
+           per, remedy);
     };
     if (hidden) shard(*hidden, false);
     if (ffn) shard(*ffn, false);
@@ -760,9 +758,8 @@ Advice KernelEfficiency(const AdvisorInput& in, const Figure& kernel, const Figu
     c.Add(SetBool(in, *p, true, "cuDNN autotunes its convolution algorithms per input shape"));
   if (cudnn.empty()) undeclared.push_back("cudnn_benchmark");
   SetChanges(a, std::move(c), undeclared);
-  SetGain(
-      a, in.spec.PrimaryMetric(), slack,
-      "if the kernels reached " + Fixed(kMfuPct, 0) + " % MFU (the kernel time they would save)");
+  SetGain(a, in.spec.PrimaryMetric(), slack,
+          "if the kernels reached " + Fixed(kMfuPct, 0) + " % MFU");
   return a;
 }
 
@@ -871,7 +868,7 @@ Advice CpuOverhead(const AdvisorInput& in, const Figure& util, const Figure& dat
   if (!any_mbs) undeclared.push_back("micro_batch_size");
   SetChanges(a, std::move(c), undeclared);
   SetGain(a, in.spec.PrimaryMetric(), unexplained,
-          "if the GPU idle time not explained by data waits went");
+          "if the GPU's idle time not explained by data waits were filled");
   return a;
 }
 
@@ -892,7 +889,7 @@ const char* kNeedsKernel =
     "`prometheus: dcgm` metric matching DCGM_FI_PROF_SM_ACTIVE";
 const char* kNeedsMfu =
     "an MFU figure: a metric mfu / mfu_pct (parser: torchtitan or nanogpt), train_device_mfu "
-    "(parser: lightning), or an expr: metric over peak_tflops (docs/derived_metrics.md)";
+    "(parser: lightning_csv), or an expr: metric over peak_tflops (docs/derived_metrics.md)";
 const char* kNeedsMemory =
     "a memory share: a metric mem_used_pct / gpu_mem_pct, `prometheus: dcgm` metrics matching "
     "DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, or a peak-memory metric (mem_max_reserved_mb "
@@ -994,8 +991,19 @@ AdvisorReport Advise(const AdvisorInput& in) {
   // Rank: score, higher first; ties keep rule order.
   std::stable_sort(out.advice.begin(), out.advice.end(),
                    [](const Advice& a, const Advice& b) { return a.score > b.score; });
-  for (auto& a : out.advice) SetCommand(a, in);
+  for (auto& a : out.advice) a.command = HypothesisCommand(a, in.workload_flag);
   return out;
+}
+
+std::string HypothesisCommand(const Advice& a, const std::string& workload_flag) {
+  if (a.changes.empty() || a.expect_arg.empty()) return "";
+  std::string cmd = "tunectl hypothesis create";
+  if (!workload_flag.empty()) cmd += " " + workload_flag;
+  cmd += " --param " + ShellWord(a.changes.front().param + "=" + a.changes.front().value);
+  cmd += " --expect " + ShellQuote(a.expect_arg);
+  cmd += " --statement " + ShellQuote(a.bottleneck);
+  if (!a.evidence.empty()) cmd += " --evidence " + ShellQuote(a.evidence.front());
+  return cmd;
 }
 
 int TensorCoreAlignment(long long n) {

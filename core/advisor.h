@@ -66,6 +66,12 @@ struct AdvisorReport {
 // Deterministic: the same input gives the same report.
 AdvisorReport Advise(const AdvisorInput& in);
 
+// The `tunectl hypothesis create` command recording `a`'s first change: `workload_flag` (omitted
+// when ""), --param NAME=VALUE, --expect, --statement (the bottleneck), --evidence (the first
+// evidence line), each single-quoted for a POSIX shell (' written '\''). "" when `a` has no change
+// or no expect_arg.
+std::string HypothesisCommand(const Advice& a, const std::string& workload_flag);
+
 // Divisibility of a matmul dimension for Tensor Cores: the largest of 64 / 8 dividing `n` (0 when
 // neither). 5120 -> 64; 5128 -> 8; 50257 -> 0.
 int TensorCoreAlignment(long long n);
