@@ -139,9 +139,18 @@ bool Agent::Session() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  auto channel = grpc::CreateCustomChannel(opts_.server, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!opts_.ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = opts_.ca_pem;
+    ssl.pem_cert_chain = opts_.client_cert_pem;
+    ssl.pem_private_key = opts_.client_key_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateCustomChannel(opts_.server, creds, args);
   auto stub = v1::AgentService::NewStub(channel);
   auto s = std::make_shared<Stream>();
+  if (!opts_.token.empty()) s->ctx.AddMetadata("authorization", "Bearer " + opts_.token);
   s->rw = stub->Session(&s->ctx);
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -222,7 +231,9 @@ bool Agent::Session() {
     stream_.reset();
   }
   grpc::Status st = s->rw->Finish();
-  if (!stop_ && st.error_code() == grpc::StatusCode::ALREADY_EXISTS)
+  if (!stop_ && (st.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+                 st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                 st.error_code() == grpc::StatusCode::PERMISSION_DENIED))
     log_(LogLevel::kError,
          "server " + opts_.server + " refused this agent: " + st.error_message() + "; retrying");
   else if (!stop_)

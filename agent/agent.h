@@ -33,6 +33,9 @@ namespace tunectl {
 
 struct AgentOptions {
   std::string server = "127.0.0.1:7443";
+  // The session's credentials (sys/endpoint.h): a bearer token (role agent bound to `name`, or
+  // admin), TLS when `ca_pem` is set, a client certificate for mutual TLS.
+  std::string token, ca_pem, client_cert_pem, client_key_pem;
   std::string name;  // required; unique per agent
   LabelMap labels;
   int slots = 1;  // runs executed at once

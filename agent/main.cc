@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <tuple>
 
 #include "agent/agent.h"
 #include "agent/kube_executor.h"
 #include "agent/slurm_executor.h"
+#include "sys/endpoint.h"
 #include "sys/signals.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +21,17 @@ int main(int argc, char** argv) {
   opts.name = host;
   CLI::App app{"tunectl-agent: runs jobs for tunectl-server on this node"};
   app.add_option("--server", opts.server, "server address HOST:PORT")->capture_default_str();
+  tunectl::EndpointRequest ep;
+  app.add_option("--token-file", ep.token_file,
+                 "file holding this agent's token (role agent, bound to --name; default "
+                 "$TUNECTL_TOKEN, $TUNECTL_TOKEN_FILE, else the client config's context for "
+                 "--server)");
+  app.add_option("--ca", ep.ca,
+                 "CA (PEM) the server's certificate must chain to (default $TUNECTL_CA, else the "
+                 "context's; none = plaintext, for a server run with --insecure)");
+  app.add_option("--tls-cert", ep.client_cert, "client certificate (PEM) for mutual TLS");
+  app.add_option("--tls-key", ep.client_key, "its private key (PEM)");
+  app.add_option("--context", ep.context, "context of the client config to use");
   app.add_option("--name", opts.name, "agent name, unique in the cluster")->capture_default_str();
   app.add_option("--slots", opts.slots, "runs executed at once")
       ->capture_default_str()
@@ -209,6 +222,21 @@ int main(int argc, char** argv) {
     executor = std::make_unique<tunectl::KubeExecutor>(&kubectl, opts.executor, kube);
   else
     executor = std::make_unique<tunectl::LocalExecutor>(launcher.get(), opts.executor);
+  ep.server = opts.server;
+  auto endpoint = tunectl::ResolveEndpoint(ep);
+  if (!endpoint.ok()) {
+    std::fprintf(stderr, "error: %s\n", endpoint.status().message().c_str());
+    return 2;
+  }
+  opts.token = endpoint->token;
+  opts.ca_pem = endpoint->ca_pem;
+  opts.client_cert_pem = endpoint->client_cert_pem;
+  opts.client_key_pem = endpoint->client_key_pem;
+  if (opts.token.empty())
+    spdlog::warn(
+        "no token for {}: the server will refuse this agent's session (--token-file, "
+        "$TUNECTL_TOKEN or a context in the client config)",
+        opts.server);
   tunectl::Agent agent(opts, launcher.get(), executor.get(), log);
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: stopping", sig);

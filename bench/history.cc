@@ -312,6 +312,8 @@ int main(int argc, char** argv) {
         {"run list", "run list"},
     };
     {
+      // The server writes its admin token there (--admin-config); the CLI reads it.
+      setenv("TUNECTL_CONFIG", (o.dir + "/client-config").c_str(), 1);
       loadgen::ServerProcess server(o.server_bin, db.dsn(), o.dir);
       const std::string out = o.dir + "/out", err = o.dir + "/err";
       for (auto& t : timings) {

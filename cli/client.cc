@@ -19,13 +19,38 @@ grpc::ChannelArguments ChannelArgs() {
   return args;
 }
 
+std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(const Endpoint& e) {
+  if (e.ca_pem.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = e.ca_pem;
+  ssl.pem_private_key = e.client_key_pem;
+  ssl.pem_cert_chain = e.client_cert_pem;
+  return grpc::SslCredentials(ssl);
+}
+
 class GrpcClient : public Client {
  public:
-  GrpcClient(const std::string& server, std::string actor)
-      : server_(server),
-        actor_(std::move(actor)),
-        stub_(v1::TuningService::NewStub(grpc::CreateCustomChannel(
-            server, grpc::InsecureChannelCredentials(), ChannelArgs()))) {}
+  explicit GrpcClient(const Endpoint& e)
+      : server_(e.server),
+        token_(e.token),
+        tls_(!e.ca_pem.empty()),
+        stub_(v1::TuningService::NewStub(
+            grpc::CreateCustomChannel(e.server, CredentialsOf(e), ChannelArgs()))) {}
+
+  Result<v1::Token> CreateToken(const v1::CreateTokenRequest& r) override {
+    return Call<v1::Token>(&v1::TuningService::Stub::CreateToken, r);
+  }
+  Result<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& r) override {
+    return Call<v1::ListTokensResponse>(&v1::TuningService::Stub::ListTokens, r);
+  }
+  Result<v1::Token> RevokeToken(const std::string& name) override {
+    v1::RevokeTokenRequest r;
+    r.set_name(name);
+    return Call<v1::Token>(&v1::TuningService::Stub::RevokeToken, r);
+  }
+  Result<v1::WhoAmIResponse> WhoAmI() override {
+    return Call<v1::WhoAmIResponse>(&v1::TuningService::Stub::WhoAmI, v1::WhoAmIRequest());
+  }
 
   Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) override {
     return Call<v1::ApplyWorkloadResponse>(&v1::TuningService::Stub::ApplyWorkload, r);
@@ -168,7 +193,7 @@ class GrpcClient : public Client {
   Result<Resp> Call(Method m, const Req& in) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    ctx.AddMetadata("tunectl-actor", actor_);
+    if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
     Req req = in;
     std::string retry_hint;  // a create that timed out may still complete: how to retry safely
     if constexpr (requires { req.request_id(); }) {
@@ -187,6 +212,14 @@ class GrpcClient : public Client {
       case grpc::StatusCode::ALREADY_EXISTS: return Status::AlreadyExists(st.error_message());
       case grpc::StatusCode::FAILED_PRECONDITION:
         return Status::FailedPrecondition(st.error_message());
+      case grpc::StatusCode::UNAUTHENTICATED:
+        return Status::Unauthenticated(
+            st.error_message() +
+            (token_.empty() ? " [this client sent none: no token in $TUNECTL_TOKEN or a context "
+                              "for " +
+                                  server_ + " in the client config]"
+                            : ""));
+      case grpc::StatusCode::PERMISSION_DENIED: return Status::PermissionDenied(st.error_message());
       case grpc::StatusCode::UNAVAILABLE:
         if (st.error_message().rfind("database unavailable", 0) == 0)
           return Status::Unavailable("tunectl-server at " + server_ + " is up, but its " +
@@ -194,7 +227,11 @@ class GrpcClient : public Client {
                                      "; it reconnects by itself: retry once PostgreSQL is back");
         return Status::Unavailable("cannot reach tunectl-server at " + server_ + " (" +
                                    st.error_message() +
-                                   "); is it running? set --server or TUNECTL_SERVER" + retry_hint);
+                                   "); is it running? set --server or TUNECTL_SERVER" +
+                                   (tls_ ? ""
+                                         : "; if it uses TLS, name its CA (ca in the client "
+                                           "config's context, or $TUNECTL_CA)") +
+                                   retry_hint);
       case grpc::StatusCode::DEADLINE_EXCEEDED:
         return Status::Unavailable("tunectl-server at " + server_ + " did not answer in 30s" +
                                    retry_hint);
@@ -203,7 +240,8 @@ class GrpcClient : public Client {
   }
 
   std::string server_;
-  std::string actor_;
+  std::string token_;
+  bool tls_;
   std::unique_ptr<v1::TuningService::Stub> stub_;
 };
 
@@ -217,8 +255,8 @@ std::string NewRequestId() {
   return id;
 }
 
-std::unique_ptr<Client> Client::Connect(const std::string& server, const std::string& actor) {
-  return std::make_unique<GrpcClient>(server, actor);
+std::unique_ptr<Client> Client::Connect(const Endpoint& endpoint) {
+  return std::make_unique<GrpcClient>(endpoint);
 }
 
 }  // namespace tunectl

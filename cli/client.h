@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "sys/endpoint.h"
 #include "tunectl/v1/tunectl.pb.h"
 
 namespace tunectl {
@@ -15,8 +16,9 @@ std::string NewRequestId();
 
 class Client {
  public:
-  // `actor` is recorded in the audit log for changes made through this client.
-  static std::unique_ptr<Client> Connect(const std::string& server, const std::string& actor);
+  // TLS when the endpoint has a CA; every call carries its bearer token. The server records the
+  // token's identity as the actor of whatever the call changes.
+  static std::unique_ptr<Client> Connect(const Endpoint& endpoint);
   virtual ~Client() = default;
   virtual Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) = 0;
   // Lists take their request: filters and the page (limit, page_token, since, all).
@@ -55,6 +57,10 @@ class Client {
   virtual Result<v1::Watch> RegressStop(const std::string& workload) = 0;
   virtual Result<v1::RecordedRegression> ResolveRegression(int64_t id,
                                                            const std::string& reason) = 0;
+  virtual Result<v1::Token> CreateToken(const v1::CreateTokenRequest& r) = 0;
+  virtual Result<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& r) = 0;
+  virtual Result<v1::Token> RevokeToken(const std::string& name) = 0;
+  virtual Result<v1::WhoAmIResponse> WhoAmI() = 0;
 };
 
 }  // namespace tunectl

@@ -8,6 +8,7 @@
 
 #include "cli/views.h"
 #include "core/audit_chain.h"
+#include "core/auth.h"
 #include "core/spec.h"
 #include "sys/ed25519.h"
 
@@ -508,6 +509,61 @@ int AuditHead(Client& c, const CliOptions& /*o: always JSON, to keep*/, std::ost
   return 0;
 }
 
+// --- identities -------------------------------------------------------------------------------
+
+int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  if (auto st = CheckTokenName(o.name, "NAME"); !st.ok()) return Fail(err, st);
+  if (auto r = ParseRole(o.role); !r.ok()) return Fail(err, r.status());
+  v1::CreateTokenRequest req;
+  req.set_name(o.name);
+  req.set_role(o.role);
+  req.set_agent(o.agent);
+  auto t = c.CreateToken(req);
+  if (!t.ok()) return Fail(err, t.status());
+  if (o.output == "json") {
+    out << TokenJson(*t).dump(2) << "\n";
+    return 0;
+  }
+  out << t->secret() << "\n";
+  err << "token \"" << t->name() << "\" (role " << t->role()
+      << (t->agent().empty() ? "" : ", agent " + t->agent())
+      << ") created; this is the only time its secret is shown: give it to its holder as a file "
+         "or $TUNECTL_TOKEN, never as an argument\n";
+  return 0;
+}
+
+int TokenList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListTokensRequest req;
+  req.set_include_revoked(o.all);
+  auto r = c.ListTokens(req);
+  if (!r.ok()) return Fail(err, r.status());
+  return Emit(o, out, err, *r, &TokensTable, r->tokens(), &TokenJson);
+}
+
+int TokenRevoke(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  auto t = c.RevokeToken(o.name);
+  if (!t.ok()) return Fail(err, t.status());
+  if (o.output == "json")
+    out << TokenJson(*t).dump(2) << "\n";
+  else
+    out << "token \"" << t->name() << "\" revoked; calls with it are refused from now on\n";
+  return 0;
+}
+
+int AuthWhoAmI(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  auto w = c.WhoAmI();
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WhoAmIJson(*w).dump(2) << "\n";
+  else
+    out << w->actor() << " (role " << w->role() << ") on " << o.server << ", "
+        << (w->tls() ? "TLS" : "PLAINTEXT") << ", server " << w->version() << "\n";
+  return 0;
+}
+
 // --- goals ------------------------------------------------------------------------------------
 
 int GoalSet(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -702,6 +758,8 @@ int ExitCode(const Status& s) {
     case Status::Code::kAlreadyExists: return 2;
     case Status::Code::kNotFound: return 3;
     case Status::Code::kUnavailable: return 4;
+    case Status::Code::kUnauthenticated:
+    case Status::Code::kPermissionDenied: return 5;
     default: return 1;
   }
 }
@@ -714,6 +772,13 @@ const std::vector<Command>& Commands() {
        &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
       {"baseline", "show", "per-metric summary of a baseline", &BaselineShow},
+      {"token", "create",
+       "create a token (admin): NAME --role viewer|operator|admin|agent [--agent NAME]; prints "
+       "the secret once",
+       &TokenCreate},
+      {"token", "list", "list tokens (admin; --all includes revoked ones)", &TokenList},
+      {"token", "revoke", "revoke a token by NAME (admin)", &TokenRevoke},
+      {"auth", "whoami", "who the server takes this client for: token, role, TLS", &AuthWhoAmI},
       {"audit", "verify",
        "walk the hash chain over the audit trail and the tuning log; name the first broken entry",
        &AuditVerify},

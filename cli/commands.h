@@ -1,6 +1,7 @@
 // The CLI's subcommands: a table of (noun, verb) -> function, like ninja's tool table. Each
 // function talks to the server through Client and writes results to `out`, errors and progress
-// to `err`. Exit codes: 0 ok, 1 server/internal error, 2 bad input, 3 not found, 4 unavailable.
+// to `err`. Exit codes: 0 ok, 1 server/internal error, 2 bad input, 3 not found, 4 unavailable, 5
+// not allowed (no/unknown/revoked token, or a role that may not).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,9 @@ struct CliOptions {
   std::string metric;                   // goal set --metric
   double target = 0;                    // goal set --target
   std::vector<std::string> guardrails;  // goal set --guardrail "mfu >= 0.45" (repeatable)
+  std::string role;                     // token create --role
+  std::string agent;                    // token create --agent (role agent; default NAME)
+  bool all = false;                     // token list --all
 };
 
 using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,

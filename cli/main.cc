@@ -1,5 +1,4 @@
 // tunectl: the user's CLI. Parses flags (the only place), then runs one entry of Commands().
-#include <pwd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,11 +11,17 @@
 
 int main(int argc, char** argv) {
   tunectl::CliOptions o;
-  if (const char* s = std::getenv("TUNECTL_SERVER"); s && *s) o.server = s;
   CLI::App app{"tunectl: hypothesis-driven performance tuning of training jobs"};
   app.require_subcommand(1);
-  app.add_option("--server", o.server, "tunectl-server address (env TUNECTL_SERVER)")
-      ->capture_default_str();
+  tunectl::EndpointRequest ep;
+  if (const char* s = std::getenv("TUNECTL_SERVER"); s && *s) ep.server = s;
+  if (const char* c = std::getenv("TUNECTL_CONTEXT"); c && *c) ep.context = c;
+  app.add_option(
+      "--server", ep.server,
+      "tunectl-server address (env TUNECTL_SERVER; default: the context's, else " + o.server + ")");
+  app.add_option("--context", ep.context,
+                 "context of the client config ($TUNECTL_CONFIG or ~/.config/tunectl/config) to "
+                 "use (env TUNECTL_CONTEXT; default: the one for --server, else the current)");
 
   std::map<std::string, CLI::App*> nouns;
   std::vector<std::pair<CLI::App*, const tunectl::Command*>> leaves;
@@ -48,6 +53,14 @@ int main(int argc, char** argv) {
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
     if (n == "config" || (n == "regress" && v != "resolve") || n == "goal")
       sub->add_option("workload", o.workload, "workload name");
+    if (n == "token" && (v == "create" || v == "revoke"))
+      sub->add_option("name", o.name, "the token's name")->required();
+    if (n == "token" && v == "create") {
+      sub->add_option("--role", o.role, "viewer, operator, admin or agent")->required();
+      sub->add_option("--agent", o.agent,
+                      "role agent: the one agent name the token may register as (default NAME)");
+    }
+    if (n == "token" && v == "list") sub->add_flag("--all", o.all, "include revoked tokens");
     if (n == "audit" && v == "verify")
       sub->add_option("--against", o.against,
                       "a head file written earlier by `tunectl audit head`: the chain must still "
@@ -162,12 +175,13 @@ int main(int argc, char** argv) {
     if (!sub->parsed()) continue;
     if (const CLI::Option* limit = sub->get_option_no_throw("--limit"))
       o.limit_given = limit->count() > 0;
-    std::string user = std::getenv("USER") ? std::getenv("USER") : "";
-    if (user.empty()) {
-      const passwd* pw = getpwuid(getuid());
-      user = pw ? pw->pw_name : "uid" + std::to_string(getuid());
+    auto endpoint = tunectl::ResolveEndpoint(ep);
+    if (!endpoint.ok()) {
+      std::cerr << "error: " << endpoint.status().message() << "\n";
+      return 2;
     }
-    auto client = tunectl::Client::Connect(o.server, user);
+    o.server = endpoint->server;
+    auto client = tunectl::Client::Connect(*endpoint);
     return cmd->run(*client, o, std::cout, std::cerr);
   }
   return 2;

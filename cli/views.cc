@@ -41,6 +41,39 @@ std::string NextPageHint(const std::string& next_page_token) {
   return "more: the next page with --page-token " + next_page_token;
 }
 
+ojson TokenJson(const v1::Token& t) {
+  ojson j;
+  j["name"] = t.name();
+  j["role"] = t.role();
+  j["agent"] = t.agent().empty() ? ojson() : ojson(t.agent());
+  j["created_at"] = t.created_at();
+  j["created_by"] = t.created_by();
+  j["revoked_at"] = t.revoked_at().empty() ? ojson() : ojson(t.revoked_at());
+  j["revoked_by"] = t.revoked_by().empty() ? ojson() : ojson(t.revoked_by());
+  if (!t.secret().empty()) j["secret"] = t.secret();
+  return j;
+}
+
+Table TokensTable(const v1::ListTokensResponse& r) {
+  Table t{{"name", "role", "agent", "created", "by", "revoked"}, {}};
+  for (const auto& k : r.tokens())
+    t.rows.push_back({k.name(), k.role(), k.agent().empty() ? "-" : k.agent(), k.created_at(),
+                      k.created_by(),
+                      k.revoked_at().empty() ? "-" : k.revoked_at() + " by " + k.revoked_by()});
+  return t;
+}
+
+ojson WhoAmIJson(const v1::WhoAmIResponse& w) {
+  ojson j;
+  j["name"] = w.name();
+  j["role"] = w.role();
+  j["actor"] = w.actor();
+  j["agent"] = w.agent().empty() ? ojson() : ojson(w.agent());
+  j["tls"] = w.tls();
+  j["server_version"] = w.version();
+  return j;
+}
+
 Table WorkloadsTable(const v1::ListWorkloadsResponse& r) {
   Table t{{"name", "config", "revision", "repeats", "description"}, {}};
   for (const auto& w : r.workloads())

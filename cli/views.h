@@ -18,6 +18,10 @@ ojson PageJson(ojson items, const std::string& next_page_token);
 // The stderr line under a table or CSV whose list has more pages.
 std::string NextPageHint(const std::string& next_page_token);
 
+ojson TokenJson(const v1::Token& t);  // the secret only when the response carries one
+Table TokensTable(const v1::ListTokensResponse& r);
+ojson WhoAmIJson(const v1::WhoAmIResponse& w);
+
 ojson WorkloadJson(const v1::Workload& w);
 Table WorkloadsTable(const v1::ListWorkloadsResponse& r);
 

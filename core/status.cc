@@ -11,6 +11,8 @@ const char* CodeName(Status::Code code) {
     case Status::Code::kFailedPrecondition: return "failed precondition";
     case Status::Code::kUnavailable: return "unavailable";
     case Status::Code::kInternal: return "internal";
+    case Status::Code::kUnauthenticated: return "unauthenticated";
+    case Status::Code::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

@@ -21,6 +21,8 @@ class [[nodiscard]] Status {
     kFailedPrecondition,
     kUnavailable,
     kInternal,
+    kUnauthenticated,   // no valid credentials
+    kPermissionDenied,  // valid credentials, not enough rights
   };
 
   Status() = default;
@@ -33,6 +35,8 @@ class [[nodiscard]] Status {
   }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

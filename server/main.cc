@@ -33,6 +33,16 @@ int main(int argc, char** argv) {
                  "Ed25519 key (PEM) the audit chain's head is signed with; created mode 0600 if "
                  "missing (default: <data-dir>/audit-ed25519.pem with the embedded database, "
                  "none with --db)");
+  app.add_option("--tls-cert", opts.tls_cert, "server certificate (PEM) for TLS on the gRPC port");
+  app.add_option("--tls-key", opts.tls_key, "its private key (PEM)");
+  app.add_option("--client-ca", opts.client_ca,
+                 "CA (PEM) every client and agent must present a certificate from (mutual TLS)");
+  app.add_flag("--insecure", opts.insecure,
+               "plaintext gRPC (tokens and jobs' argv/env unencrypted); without TLS flags the "
+               "embedded default makes its own CA in <data-dir>/tls, --db refuses to start");
+  app.add_option("--admin-config", opts.admin_config,
+                 "client config the local admin context is written to (default $TUNECTL_CONFIG "
+                 "or ~/.config/tunectl/config)");
   std::string clock_offset;
   app.add_option("--clock-offset", clock_offset,
                  "shift the server's clock, e.g. 6h or -90m (tests: reach a window without "
@@ -64,8 +74,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
     return 1;
   }
-  spdlog::info("tunectl-server listening on {} (port {}); /metrics and /healthz on HTTP port {}",
-               opts.listen, (*server)->port(), (*server)->http_port());
+  spdlog::info(
+      "tunectl-server listening on {} (port {}, {}); /metrics and /healthz on HTTP port {}",
+      opts.listen, (*server)->port(), opts.insecure ? "PLAINTEXT: --insecure" : "TLS",
+      (*server)->http_port());
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: shutting down", sig);
     (*server)->Shutdown();

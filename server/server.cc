@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/client_config.h"
 #include "core/paging.h"
 #include "server/api/services.h"
 #include "server/dispatch/dispatcher.h"
@@ -22,6 +23,7 @@
 #include "server/store/store.h"
 #include "sys/clock.h"
 #include "sys/files.h"
+#include "sys/tls_cert.h"
 
 namespace tunectl {
 namespace {
@@ -48,6 +50,7 @@ class ServerImpl : public Server {
     listener_.reset();
     tuning_.reset();
     agents_.reset();
+    auth_.reset();
     dispatcher_.reset();
     leader_.reset();
     health_.reset();
@@ -66,6 +69,7 @@ class ServerImpl : public Server {
   std::unique_ptr<LeaderLock> leader_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<Ed25519Key> audit_key_;
+  std::unique_ptr<Authorizer> auth_;
   std::unique_ptr<TuningServiceImpl> tuning_;
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> grpc_;
@@ -77,6 +81,131 @@ class ServerImpl : public Server {
   std::mutex mu_;
   bool down_ = false;
 };
+
+// The address a local client dials for `listen` and the bound port: a wildcard or loopback host
+// becomes 127.0.0.1.
+std::string LocalAddress(const std::string& listen, int port) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" || host == "localhost" ||
+      host == "127.0.0.1")
+    host = "127.0.0.1";
+  return host + ":" + std::to_string(port);
+}
+
+struct Transport {
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  std::string ca;  // what local clients trust ("" for plaintext or a CA we were not given)
+};
+
+Result<Transport> MakeTransport(const ServerOptions& opts, const std::string& data_dir,
+                                const LogFn& log) {
+  Transport t;
+  if (opts.insecure) {
+    if (!opts.tls_cert.empty() || !opts.tls_key.empty() || !opts.client_ca.empty())
+      return Status::InvalidArgument(
+          "--insecure: plaintext was asked for together with --tls-cert/--tls-key/--client-ca; "
+          "choose one");
+    log(LogLevel::kWarn,
+        "--insecure: gRPC is plaintext; tokens and every job's argv/env cross the network "
+        "unencrypted");
+    t.creds = grpc::InsecureServerCredentials();
+    return t;
+  }
+  if (opts.tls_cert.empty() != opts.tls_key.empty())
+    return Status::InvalidArgument("--tls-cert and --tls-key: give both (PEM files) or neither");
+  std::string cert_path = opts.tls_cert, key_path = opts.tls_key;
+  if (cert_path.empty()) {
+    if (!opts.db.empty())
+      return Status::InvalidArgument(
+          "TLS: give --tls-cert and --tls-key (PEM files; --client-ca for mutual TLS with "
+          "agents), or --insecure for plaintext");
+    std::vector<std::string> hosts = {"localhost", "127.0.0.1", "::1"};
+    char host[256] = {0};
+    if (gethostname(host, sizeof host - 1) == 0 && host[0]) hosts.emplace_back(host);
+    std::string listen_host = opts.listen.substr(0, opts.listen.rfind(':'));
+    if (!listen_host.empty() && listen_host != "0.0.0.0" && listen_host != "[::]" &&
+        std::find(hosts.begin(), hosts.end(), listen_host) == hosts.end())
+      hosts.push_back(listen_host);
+    auto files = EnsureSelfSignedTls(data_dir + "/tls", hosts);
+    if (!files.ok()) return files.status();
+    cert_path = files->server_cert;
+    key_path = files->server_key;
+    t.ca = files->ca_cert;
+    log(LogLevel::kInfo,
+        "TLS with a private CA made for this data directory: clients trust " + t.ca);
+  }
+  auto cert = ReadPemFile(cert_path);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPemFile(key_path);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!opts.client_ca.empty()) {
+    auto ca = ReadPemFile(opts.client_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  t.creds = grpc::SslServerCredentials(ssl);
+  return t;
+}
+
+// The embedded default needs no set-up: the local admin's context (this server, its CA, an admin
+// token) is kept valid in the client config. With --db a token is made only while no live admin
+// token exists (a fleet of servers on one database does not revoke each other's).
+Status EnsureLocalAdmin(Store& store, const ServerOptions& opts, const std::string& address,
+                        const std::string& ca, const LogFn& log) {
+  const std::string path = opts.admin_config.empty() ? ClientConfigPath() : opts.admin_config;
+  ClientConfig config;
+  if (auto text = ReadFile(path); text.ok()) {
+    auto parsed = ParseClientConfig(*text, path);
+    if (!parsed.ok()) {
+      log(LogLevel::kWarn, parsed.status().message() + "; the local admin context is not written");
+      return Status::Ok();
+    }
+    config = *parsed;
+  }
+  const std::string name = "local-" + address;
+  ClientContext ctx;
+  for (const auto& c : config.contexts)
+    if (c.name == name) ctx = c;
+  if (opts.db.empty() && !ctx.token.empty()) {
+    auto found = store.FindToken(TokenHash(ctx.token));
+    if (!found.ok()) return found.status();
+    if (*found && (*found)->role == Role::kAdmin && ctx.ca == ca) return Status::Ok();
+  }
+  if (!opts.db.empty()) {
+    auto any = store.HasLiveAdmin();
+    if (!any.ok()) return any.status();
+    if (*any) return Status::Ok();
+  }
+  const char* user = std::getenv("USER");
+  std::string token_name = "local-admin";
+  if (user && CheckTokenName(std::string("local-") + user).ok())
+    token_name = std::string("local-") + user;
+  // The earlier local token was lost with its config: revoke it before making the next one.
+  (void)store.RevokeToken(token_name, "server");
+  auto bytes = RandomBytes(32);
+  if (!bytes.ok()) return bytes.status();
+  const std::string secret = FormatToken(*bytes);
+  auto t = store.CreateToken(token_name, "admin", "", TokenHash(secret), "server");
+  if (!t.ok()) return t.status();
+  ctx.name = name;
+  ctx.server = address;
+  ctx.ca = ca;
+  ctx.token = secret;
+  UpsertContext(config, ctx, /*make_current=*/true);
+  if (auto st = WriteSecretFile(path, RenderClientConfig(config)); !st.ok()) {
+    // The server serves on; an admin makes the next token with the one they hold.
+    (void)store.RevokeToken(token_name, "server");
+    log(LogLevel::kWarn, "the local admin token could not be written (" + st.message() +
+                             "); revoked it again. Pass --admin-config PATH to a writable file");
+    return Status::Ok();
+  }
+  log(LogLevel::kInfo, "admin token \"" + token_name + "\" for this server written to " + path +
+                           " (context " + name + ", mode 0600)");
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -92,9 +221,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   s->log_ = log;
   s->launcher_ = NewPosixProcessLauncher();
   std::string dsn = opts.db;
+  const std::string data_dir = opts.data_dir.empty() ? DefaultDataDir() : opts.data_dir;
   if (dsn.empty()) {
     EmbeddedPgOptions pg;
-    pg.data_dir = opts.data_dir.empty() ? DefaultDataDir() : opts.data_dir;
+    pg.data_dir = data_dir;
     pg.pg_bin = opts.pg_bin;
     auto started = EmbeddedPostgres::Start(pg, *s->launcher_,
                                            [&](const std::string& m) { log(LogLevel::kInfo, m); });
@@ -140,19 +270,22 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     log(LogLevel::kInfo, "audit heads are signed with " + key_path + " (public key " +
                              s->audit_key_->PublicKeyHex() + ")");
   }
-  s->tuning_ = std::make_unique<TuningServiceImpl>(s->store_.get(), s->dispatcher_.get(),
-                                                   s->clock_.get(), s->audit_key_.get());
+  auto transport = MakeTransport(opts, data_dir, log);
+  if (!transport.ok()) return transport.status();
+  s->auth_ = std::make_unique<Authorizer>(s->store_.get());
+  s->tuning_ = std::make_unique<TuningServiceImpl>(
+      s->store_.get(), s->dispatcher_.get(), s->clock_.get(), s->auth_.get(), s->audit_key_.get());
   AgentServiceOptions aopts;
   aopts.heartbeat_interval_ms = beat_ms;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   aopts.server_id = std::string(host) + ":" + std::to_string(getpid());
   aopts.agent_timeout_ms = static_cast<int64_t>(opts.agent_timeout_s) * 1000;
-  s->agents_ =
-      std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(), aopts, log);
+  s->agents_ = std::make_unique<AgentServiceImpl>(s->store_.get(), s->dispatcher_.get(),
+                                                  s->auth_.get(), aopts, log);
 
   grpc::ServerBuilder b;
-  b.AddListeningPort(opts.listen, grpc::InsecureServerCredentials(), &s->port_);
+  b.AddListeningPort(opts.listen, transport->creds, &s->port_);
   b.RegisterService(s->tuning_.get());
   b.RegisterService(s->agents_.get());
   b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 4);
@@ -171,10 +304,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   if (!s->grpc_ || s->port_ == 0)
     return Status::Unavailable("cannot listen on " + opts.listen +
                                " (address in use or invalid); pass --listen HOST:PORT");
+  if (auto st = EnsureLocalAdmin(*s->store_, opts, LocalAddress(opts.listen, s->port_),
+                                 transport->ca, log);
+      !st.ok())
+    return st;
   if (!opts.http.empty()) {
     HealthProbe* health = s->health_.get();
     Dispatcher* dispatcher = s->dispatcher_.get();
-    auto http = HttpServer::Start(opts.http, [health, dispatcher](const std::string& path) {
+    const bool insecure = opts.insecure;
+    auto http = HttpServer::Start(opts.http, [health, dispatcher,
+                                              insecure](const std::string& path) {
       HttpResponse r;
       const HealthProbe::View h = health->Get();  // memory only: answers within a bound
       if (path == "/healthz") {
@@ -183,7 +322,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
       } else if (path == "/metrics") {
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         if (h.snapshot) {
-          r.body = RenderPrometheus(ServerMetrics(*h.snapshot, dispatcher->leader()));
+          auto families = ServerMetrics(*h.snapshot, dispatcher->leader());
+          families.push_back({"tunectl_insecure_transport",
+                              "1 when gRPC is plaintext (--insecure): tokens and jobs' argv/env "
+                              "cross the network unencrypted",
+                              "gauge",
+                              {{{}, insecure ? 1.0 : 0.0}}});
+          r.body = RenderPrometheus(families);
         } else {
           r.status = 503;
           r.body = RenderPrometheus(

@@ -30,6 +30,17 @@ struct ServerOptions {
   // The Ed25519 key the audit chain's head is signed with (PEM; created mode 0600 when missing).
   // "" = <data_dir>/audit-ed25519.pem with the embedded PostgreSQL, none (unsigned) with --db.
   std::string audit_key;
+  // Transport. TLS with `tls_cert`/`tls_key` (PEM files; both or neither); `client_ca` (PEM) asks
+  // every client for a certificate signed by it (mutual TLS). Neither: the embedded default makes
+  // a private CA and a certificate in <data_dir>/tls (clients trust <data_dir>/tls/ca.pem, and the
+  // local admin context names it); with --db the server refuses to start. `insecure` = plaintext,
+  // only when asked for; the server says so at start and on /metrics.
+  std::string tls_cert, tls_key, client_ca;
+  bool insecure = false;
+  // Where the local admin's context (server, CA, token) is written: "" = $TUNECTL_CONFIG or
+  // ~/.config/tunectl/config. With the embedded database the server keeps a live admin token
+  // there; with --db it makes one only while no live admin token exists.
+  std::string admin_config;
 };
 
 class Server {

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,60 @@ Status MakeDirs(const std::string& path, int mode) {
   if (ec) return Status::Internal("cannot create directory " + path + ": " + ec.message());
   ::chmod(path.c_str(), static_cast<mode_t>(mode));
   return Status::Ok();
+}
+
+Status WriteSecretFile(const std::string& path, const std::string& content) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    return Status::FailedPrecondition(path +
+                                      " is a symlink; refusing to write a secret through it");
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::exists(parent))
+    if (auto s = MakeDirs(parent.string(), 0700); !s.ok()) return s;
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Internal("cannot create " + tmp + ": " + strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::Internal("cannot write " + tmp + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = strerror(errno);
+    ::unlink(tmp.c_str());
+    return Status::Internal("cannot rename " + tmp + " to " + path + ": " + why);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = ::getrandom(out.data() + done, n - done, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return Status::Internal(std::string("getrandom: ") + strerror(errno));
+    done += static_cast<size_t>(got);
+  }
+  return out;
+}
+
+std::string ClientConfigPath() {
+  if (const char* p = std::getenv("TUNECTL_CONFIG"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x)
+    return std::string(x) + "/tunectl/config";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.config/tunectl/config";
 }
 
 Result<FileLock> FileLock::Acquire(const std::string& path) {

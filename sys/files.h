@@ -1,6 +1,7 @@
 // Small file-system helpers (effects; not for core/). Errors come back as Status.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "core/status.h"
@@ -11,6 +12,14 @@ Result<std::string> ReadFile(const std::string& path);
 // Writes via a temporary file and rename, so readers never see a partial file.
 Status WriteFileAtomic(const std::string& path, const std::string& content);
 Status MakeDirs(const std::string& path, int mode = 0755);
+// Writes a file only its owner may read (0600): a temporary file made with O_EXCL|O_NOFOLLOW,
+// fsynced, renamed over `path`; a symlink at `path` is refused. Parent directories are made 0700.
+Status WriteSecretFile(const std::string& path, const std::string& content);
+// `n` bytes from the kernel's CSPRNG (getrandom).
+Result<std::string> RandomBytes(size_t n);
+// Where the CLI's contexts live: $TUNECTL_CONFIG, else $XDG_CONFIG_HOME/tunectl/config, else
+// ~/.config/tunectl/config.
+std::string ClientConfigPath();
 
 // An exclusive advisory lock (flock) on a file, held for the object's lifetime.
 class FileLock {

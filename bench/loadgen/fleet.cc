@@ -7,6 +7,8 @@
 #include <deque>
 #include <random>
 
+#include "bench/loadgen/harness.h"
+
 namespace tunectl::loadgen {
 
 double Seconds(Clock::duration d) {
@@ -52,6 +54,7 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ServerMess
     h->set_version("loadgen");
     h->set_instance("loadgen:" + std::to_string(getpid()) + ":" + spec_.name);
     h->set_host("loadgen");
+    if (!BenchToken().empty()) ctx_.AddMetadata("authorization", "Bearer " + BenchToken());
     stub_->async()->Session(&ctx_, this);
     AddHold();  // writes come from the timer thread too: the stream lives until Close
     StartRead(&in_);

@@ -59,6 +59,7 @@ void Check(const grpc::Status& s, const std::string& what) {
 
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto c = std::make_unique<grpc::ClientContext>();
+  if (!BenchToken().empty()) c->AddMetadata("authorization", "Bearer " + BenchToken());
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   return c;
 }
@@ -152,14 +153,25 @@ pid_t BenchDb::Postmaster() {
 
 // --- server -------------------------------------------------------------------------------------
 
+namespace {
+std::string g_token;  // set once a server has written it, before any session or call starts
+}  // namespace
+
+const std::string& BenchToken() {
+  return g_token;
+}
+
 ServerProcess::ServerProcess(const std::string& bin, const std::string& db,
                              const std::string& dir) {
   static int counter = 0;
   const std::string tag = std::to_string(++counter);
   log_ = dir + "/server-" + tag + ".log";
   const std::string port_file = dir + "/port-" + tag;
-  std::vector<std::string> args = {bin,           "--db",    db,       "--listen",   "127.0.0.1:0",
-                                   "--port-file", port_file, "--http", "127.0.0.1:0"};
+  const std::string config = dir + "/client-config";
+  std::vector<std::string> args = {bin,          "--db",           db,
+                                   "--listen",   "127.0.0.1:0",    "--port-file",
+                                   port_file,    "--http",         "127.0.0.1:0",
+                                   "--insecure", "--admin-config", config};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -176,6 +188,12 @@ ServerProcess::ServerProcess(const std::string& bin, const std::string& db,
     const std::string port = ReadAll(port_file);
     if (!port.empty() && port.back() == '\n') {
       address_ = "127.0.0.1:" + port.substr(0, port.size() - 1);
+      // The first server on a fresh database writes the admin token (before its port file).
+      const std::string text = ReadAll(config);
+      if (auto at = text.find("token: "); at != std::string::npos) {
+        const auto end = text.find('\n', at);
+        g_token = text.substr(at + 7, end == std::string::npos ? end : end - at - 7);
+      }
       return;
     }
     int status = 0;

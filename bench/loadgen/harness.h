@@ -40,6 +40,11 @@ class BenchDb {
 
 // tunectl-server started on 127.0.0.1 (any free port) against `db`, its output in `log_path`;
 // stopped (SIGTERM, then SIGKILL after 30 s) by the destructor.
+// The admin token the servers of this process wrote to their client config (they run with
+// --insecure and --admin-config <dir>/client-config); "" before the first server started. Every
+// call and session of the load generator carries it.
+const std::string& BenchToken();
+
 class ServerProcess {
  public:
   ServerProcess(const std::string& bin, const std::string& db, const std::string& dir);

@@ -77,10 +77,16 @@ v1::ServerMessage AckOf(int64_t run_id, int attempt, int64_t seq) {
 }  // namespace
 
 struct AgentServiceImpl::Shared {
-  Shared(Store* s, Dispatcher* d, AgentServiceOptions o, LogFn l)
-      : store(s), dispatcher(d), opts(std::move(o)), log(std::move(l)), workers(opts.workers) {}
+  Shared(Store* s, Dispatcher* d, Authorizer* a, AgentServiceOptions o, LogFn l)
+      : store(s),
+        dispatcher(d),
+        auth(a),
+        opts(std::move(o)),
+        log(std::move(l)),
+        workers(opts.workers) {}
   Store* store;
   Dispatcher* dispatcher;
+  Authorizer* auth;
   const AgentServiceOptions opts;
   LogFn log;
   std::atomic<int64_t> next_session{1};
@@ -338,6 +344,16 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       Fail(ToGrpc(st));
       return false;
     }
+    // Nobody receives an Assign without a token that may open a session under this name.
+    auto who = sh_->auth->Check(ctx_, kAgentSessionMethod);
+    if (!who.ok()) {
+      Fail(ToGrpc(who.status()));
+      return false;
+    }
+    if (Status st = CheckAgentName(*who, h.name()); !st.ok()) {
+      Fail(ToGrpc(sh_->auth->Refuse(st, ActorOf(*who), kAgentSessionMethod, ctx_->peer())));
+      return false;
+    }
     const std::string sid = sh_->opts.server_id + "/" + std::to_string(sh_->next_session++);
     AgentNameClaim claim;
     claim.instance = h.instance();
@@ -419,9 +435,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
 
 }  // namespace
 
-AgentServiceImpl::AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts,
-                                   LogFn log)
-    : shared_(std::make_shared<Shared>(store, dispatcher, std::move(opts), std::move(log))) {}
+AgentServiceImpl::AgentServiceImpl(Store* store, Dispatcher* dispatcher, Authorizer* auth,
+                                   AgentServiceOptions opts, LogFn log)
+    : shared_(std::make_shared<Shared>(store, dispatcher, auth, std::move(opts), std::move(log))) {}
 
 AgentServiceImpl::~AgentServiceImpl() {
   shared_->workers.Stop();

@@ -14,6 +14,8 @@ grpc::Status ToGrpc(const Status& s) {
     case C::kFailedPrecondition: return {grpc::StatusCode::FAILED_PRECONDITION, s.message()};
     case C::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, s.message()};
     case C::kInternal: return {grpc::StatusCode::INTERNAL, s.message()};
+    case C::kUnauthenticated: return {grpc::StatusCode::UNAUTHENTICATED, s.message()};
+    case C::kPermissionDenied: return {grpc::StatusCode::PERMISSION_DENIED, s.message()};
   }
   return {grpc::StatusCode::UNKNOWN, s.message()};
 }

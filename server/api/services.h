@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "server/api/auth.h"
 #include "server/dispatch/dispatcher.h"
 #include "server/store/store.h"
 #include "sys/ed25519.h"
@@ -17,10 +18,11 @@ namespace tunectl {
 class TuningServiceImpl final : public v1::TuningService::Service {
  public:
   // Not owned; all outlive the service. `clock` tells schedules' windows and wait reasons;
-  // `audit_key` (may be null: heads unsigned) signs the audit chain's head.
-  TuningServiceImpl(Store* store, Dispatcher* dispatcher, const Clock* clock,
+  // `auth` checks every call; `audit_key` (may be null: heads unsigned) signs the audit chain's
+  // head.
+  TuningServiceImpl(Store* store, Dispatcher* dispatcher, const Clock* clock, Authorizer* auth,
                     const Ed25519Key* audit_key = nullptr)
-      : store_(store), dispatcher_(dispatcher), clock_(clock), audit_key_(audit_key) {}
+      : store_(store), dispatcher_(dispatcher), clock_(clock), auth_(auth), audit_key_(audit_key) {}
 
   grpc::Status ApplyWorkload(grpc::ServerContext*, const v1::ApplyWorkloadRequest*,
                              v1::ApplyWorkloadResponse*) override;
@@ -85,6 +87,13 @@ class TuningServiceImpl final : public v1::TuningService::Service {
                            v1::Watch*) override;
   grpc::Status ResolveRegression(grpc::ServerContext*, const v1::ResolveRegressionRequest*,
                                  v1::RecordedRegression*) override;
+  grpc::Status CreateToken(grpc::ServerContext*, const v1::CreateTokenRequest*,
+                           v1::Token*) override;
+  grpc::Status ListTokens(grpc::ServerContext*, const v1::ListTokensRequest*,
+                          v1::ListTokensResponse*) override;
+  grpc::Status RevokeToken(grpc::ServerContext*, const v1::RevokeTokenRequest*,
+                           v1::Token*) override;
+  grpc::Status WhoAmI(grpc::ServerContext*, const v1::WhoAmIRequest*, v1::WhoAmIResponse*) override;
 
  private:
   // `schedules`: the schedules when the caller has them (a list), else loaded when needed.
@@ -95,6 +104,7 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   Store* store_;
   Dispatcher* dispatcher_;
   const Clock* clock_;
+  Authorizer* auth_;
   const Ed25519Key* audit_key_;
   ScheduleBook schedules_;
 };
@@ -116,7 +126,9 @@ struct AgentServiceOptions {
 // finishes the queued work (the store must still be alive).
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(Store* store, Dispatcher* dispatcher, AgentServiceOptions opts, LogFn log);
+  // `auth` (not owned) checks each session's token at its Hello.
+  AgentServiceImpl(Store* store, Dispatcher* dispatcher, Authorizer* auth, AgentServiceOptions opts,
+                   LogFn log);
   ~AgentServiceImpl() override;
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Session(

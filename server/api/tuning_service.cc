@@ -5,15 +5,16 @@
 #include "core/regression.h"
 #include "server/api/convert.h"
 #include "server/api/services.h"
+#include "sys/files.h"
 
 namespace tunectl {
 namespace {
 
-std::string Actor(grpc::ServerContext* ctx) {
-  auto it = ctx->client_metadata().find("tunectl-actor");
-  if (it == ctx->client_metadata().end()) return "user:unknown";
-  return "user:" + std::string(it->second.data(), it->second.size());
-}
+// The first line of every handler: the one check (server/api/auth.h) against core/auth.h's table.
+// `who` is the caller's identity; a refusal is returned as it is.
+#define TUNECTL_AUTHORIZE(rpc)                                     \
+  auto who = auth_->Check(ctx, "/tunectl.v1.TuningService/" #rpc); \
+  if (!who.ok()) return ToGrpc(who.status())
 
 // Fills in why each queued run waits: its schedule's window, or the agents' labels, slots and
 // connection state.
@@ -101,18 +102,20 @@ Status NextPage(const PageRules& rules, const Page& page, const Paged<Row>& rows
 grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
                                               const v1::ApplyWorkloadRequest* req,
                                               v1::ApplyWorkloadResponse* resp) {
+  TUNECTL_AUTHORIZE(ApplyWorkload);
   auto spec = ParseWorkloadSpec(req->spec(), req->source().empty() ? "workload" : req->source());
   if (!spec.ok()) return ToGrpc(spec.status());
-  auto r = store_->ApplyWorkload(*spec, req->spec(), Actor(ctx));
+  auto r = store_->ApplyWorkload(*spec, req->spec(), ActorOf(*who));
   if (!r.ok()) return ToGrpc(r.status());
   ToProto(r->workload, resp->mutable_workload());
   resp->set_action(r->action);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext* ctx,
                                               const v1::ListWorkloadsRequest* req,
                                               v1::ListWorkloadsResponse* resp) {
+  TUNECTL_AUTHORIZE(ListWorkloads);
   auto page = PageOf(kWorkloadPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListWorkloads(*page);
@@ -126,7 +129,9 @@ grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::CreateBaseline(grpc::ServerContext* ctx,
                                                const v1::CreateBaselineRequest* req,
                                                v1::Baseline* resp) {
-  auto id = store_->CreateBaseline(req->workload(), req->repeats(), Actor(ctx), req->request_id());
+  TUNECTL_AUTHORIZE(CreateBaseline);
+  auto id =
+      store_->CreateBaseline(req->workload(), req->repeats(), ActorOf(*who), req->request_id());
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
   auto b = store_->GetBaseline(*id);
@@ -135,17 +140,19 @@ grpc::Status TuningServiceImpl::CreateBaseline(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetBaseline(grpc::ServerContext*, const v1::GetBaselineRequest* req,
-                                            v1::Baseline* resp) {
+grpc::Status TuningServiceImpl::GetBaseline(grpc::ServerContext* ctx,
+                                            const v1::GetBaselineRequest* req, v1::Baseline* resp) {
+  TUNECTL_AUTHORIZE(GetBaseline);
   auto b = store_->GetBaseline(req->id());
   if (!b.ok()) return ToGrpc(b.status());
   ToProto(*b, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListBaselines(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::ListBaselines(grpc::ServerContext* ctx,
                                               const v1::ListBaselinesRequest* req,
                                               v1::ListBaselinesResponse* resp) {
+  TUNECTL_AUTHORIZE(ListBaselines);
   auto page = PageOf(kBaselinePages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListBaselines(req->workload(), *page);
@@ -156,8 +163,9 @@ grpc::Status TuningServiceImpl::ListBaselines(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* req,
+grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext* ctx, const v1::ListRunsRequest* req,
                                          v1::ListRunsResponse* resp) {
+  TUNECTL_AUTHORIZE(ListRuns);
   auto page = PageOf(kRunPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto runs = store_->ListRuns(req->baseline_id(), *page);
@@ -171,8 +179,9 @@ grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext*, const v1::ListRun
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunRequest* req,
+grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRunRequest* req,
                                        v1::Run* resp) {
+  TUNECTL_AUTHORIZE(GetRun);
   auto r = store_->GetRun(req->id());
   if (!r.ok()) return ToGrpc(r.status());
   if (auto st = ExplainWaits(*store_, schedules_, NowS(), {&*r}); !st.ok()) return ToGrpc(st);
@@ -180,8 +189,9 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext*, const v1::GetRunReq
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext* ctx, const v1::ListAgentsRequest*,
                                            v1::ListAgentsResponse* resp) {
+  TUNECTL_AUTHORIZE(ListAgents);
   auto r = store_->ListAgents();
   if (!r.ok()) return ToGrpc(r.status());
   for (const auto& a : *r) ToProto(a, resp->add_agents());
@@ -191,6 +201,7 @@ grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListA
 grpc::Status TuningServiceImpl::CreateHypothesis(grpc::ServerContext* ctx,
                                                  const v1::CreateHypothesisRequest* req,
                                                  v1::Hypothesis* resp) {
+  TUNECTL_AUTHORIZE(CreateHypothesis);
   HypothesisIn in;
   in.workload = req->workload();
   in.baseline_id = req->baseline_id();
@@ -199,7 +210,7 @@ grpc::Status TuningServiceImpl::CreateHypothesis(grpc::ServerContext* ctx,
   in.evidence = req->evidence();
   in.statement = req->statement();
   in.request_id = req->request_id();
-  auto id = store_->CreateHypothesis(in, Actor(ctx));
+  auto id = store_->CreateHypothesis(in, ActorOf(*who));
   if (!id.ok()) return ToGrpc(id.status());
   auto h = store_->GetHypothesis(*id);
   if (!h.ok()) return ToGrpc(h.status());
@@ -207,18 +218,20 @@ grpc::Status TuningServiceImpl::CreateHypothesis(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetHypothesis(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::GetHypothesis(grpc::ServerContext* ctx,
                                               const v1::GetHypothesisRequest* req,
                                               v1::Hypothesis* resp) {
+  TUNECTL_AUTHORIZE(GetHypothesis);
   auto h = store_->GetHypothesis(req->id());
   if (!h.ok()) return ToGrpc(h.status());
   ToProto(*h, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListHypotheses(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::ListHypotheses(grpc::ServerContext* ctx,
                                                const v1::ListHypothesesRequest* req,
                                                v1::ListHypothesesResponse* resp) {
+  TUNECTL_AUTHORIZE(ListHypotheses);
   auto page = PageOf(kHypothesisPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListHypotheses(req->workload(), *page);
@@ -232,6 +245,7 @@ grpc::Status TuningServiceImpl::ListHypotheses(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
                                               const v1::RunExperimentRequest* req,
                                               v1::Experiment* resp) {
+  TUNECTL_AUTHORIZE(RunExperiment);
   ExperimentIn in;
   in.workload = req->workload();
   in.baseline_id = req->baseline_id();
@@ -241,7 +255,7 @@ grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
   in.request_id = req->request_id();
   in.again = req->again();
   in.again_reason = req->again_reason();
-  auto id = store_->CreateExperiment(in, Actor(ctx));
+  auto id = store_->CreateExperiment(in, ActorOf(*who));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
   auto e = store_->GetExperiment(*id);
@@ -250,18 +264,20 @@ grpc::Status TuningServiceImpl::RunExperiment(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetExperiment(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::GetExperiment(grpc::ServerContext* ctx,
                                               const v1::GetExperimentRequest* req,
                                               v1::Experiment* resp) {
+  TUNECTL_AUTHORIZE(GetExperiment);
   auto e = store_->GetExperiment(req->id());
   if (!e.ok()) return ToGrpc(e.status());
   ToProto(*e, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext* ctx,
                                                 const v1::ListExperimentsRequest* req,
                                                 v1::ListExperimentsResponse* resp) {
+  TUNECTL_AUTHORIZE(ListExperiments);
   auto page = PageOf(kExperimentPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListExperiments(req->workload(), *page);
@@ -272,9 +288,10 @@ grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::AdviseBaseline(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::AdviseBaseline(grpc::ServerContext* ctx,
                                                const v1::AdviseBaselineRequest* req,
                                                v1::AdvisorReport* resp) {
+  TUNECTL_AUTHORIZE(AdviseBaseline);
   auto in = store_->AdvisorInputOf(req->id());
   if (!in.ok()) return ToGrpc(in.status());
   in->workload_flag = "--workload " + in->spec.name;
@@ -287,7 +304,8 @@ grpc::Status TuningServiceImpl::AdviseBaseline(grpc::ServerContext*,
 grpc::Status TuningServiceImpl::CancelBaseline(grpc::ServerContext* ctx,
                                                const v1::CancelBaselineRequest* req,
                                                v1::Baseline* resp) {
-  auto b = store_->CancelBaseline(req->id(), Actor(ctx));
+  TUNECTL_AUTHORIZE(CancelBaseline);
+  auto b = store_->CancelBaseline(req->id(), ActorOf(*who));
   if (!b.ok()) return ToGrpc(b.status());
   dispatcher_->Notify();
   ToProto(*b, resp);
@@ -297,7 +315,8 @@ grpc::Status TuningServiceImpl::CancelBaseline(grpc::ServerContext* ctx,
 grpc::Status TuningServiceImpl::CancelExperiment(grpc::ServerContext* ctx,
                                                  const v1::CancelExperimentRequest* req,
                                                  v1::Experiment* resp) {
-  auto e = store_->CancelExperiment(req->id(), Actor(ctx));
+  TUNECTL_AUTHORIZE(CancelExperiment);
+  auto e = store_->CancelExperiment(req->id(), ActorOf(*who));
   if (!e.ok()) return ToGrpc(e.status());
   dispatcher_->Notify();
   ToProto(*e, resp);
@@ -307,22 +326,25 @@ grpc::Status TuningServiceImpl::CancelExperiment(grpc::ServerContext* ctx,
 grpc::Status TuningServiceImpl::FreezeExperiment(grpc::ServerContext* ctx,
                                                  const v1::FreezeExperimentRequest* req,
                                                  v1::Experiment* resp) {
-  auto e = store_->FreezeExperiment(req->id(), req->force(), req->reason(), Actor(ctx));
+  TUNECTL_AUTHORIZE(FreezeExperiment);
+  auto e = store_->FreezeExperiment(req->id(), req->force(), req->reason(), ActorOf(*who));
   if (!e.ok()) return ToGrpc(e.status());
   ToProto(*e, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetConfig(grpc::ServerContext*, const v1::GetConfigRequest* req,
+grpc::Status TuningServiceImpl::GetConfig(grpc::ServerContext* ctx, const v1::GetConfigRequest* req,
                                           v1::Config* resp) {
+  TUNECTL_AUTHORIZE(GetConfig);
   auto c = store_->GetConfig(req->workload());
   if (!c.ok()) return ToGrpc(c.status());
   ToProto(*c, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogRequest* req,
+grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext* ctx, const v1::ListLogRequest* req,
                                         v1::ListLogResponse* resp) {
+  TUNECTL_AUTHORIZE(ListLog);
   auto page = PageOf(kLogPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListLog(req->workload(), req->param(), *page);
@@ -338,15 +360,18 @@ grpc::Status TuningServiceImpl::ListLog(grpc::ServerContext*, const v1::ListLogR
 
 grpc::Status TuningServiceImpl::SetGoal(grpc::ServerContext* ctx, const v1::SetGoalRequest* req,
                                         v1::Goal* resp) {
+  TUNECTL_AUTHORIZE(SetGoal);
   auto g = store_->SetGoal(req->workload(), req->metric(), req->target(),
-                           {req->guardrails().begin(), req->guardrails().end()}, Actor(ctx));
+                           {req->guardrails().begin(), req->guardrails().end()}, ActorOf(*who));
   if (!g.ok()) return ToGrpc(g.status());
   ToProto(*g, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext*, const v1::VerifyAuditRequest* req,
+grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext* ctx,
+                                            const v1::VerifyAuditRequest* req,
                                             v1::AuditReport* resp) {
+  TUNECTL_AUTHORIZE(VerifyAudit);
   auto v = store_->VerifyAudit(req->against_seq(), req->against_hash());
   if (!v.ok()) return ToGrpc(v.status());
   ToProto(*v, resp);
@@ -358,8 +383,9 @@ grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext*, const v1::Veri
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext*, const v1::GetGoalRequest* req,
+grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext* ctx, const v1::GetGoalRequest* req,
                                         v1::Goal* resp) {
+  TUNECTL_AUTHORIZE(GetGoal);
   auto g = store_->GetGoal(req->workload());
   if (!g.ok()) return ToGrpc(g.status());
   ToProto(*g, resp);
@@ -369,6 +395,7 @@ grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext*, const v1::GetGoalR
 grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
                                                const v1::CreateScheduleRequest* req,
                                                v1::Schedule* resp) {
+  TUNECTL_AUTHORIZE(CreateSchedule);
   ScheduleRow row;
   row.name = req->name();
   row.window = req->window();
@@ -391,7 +418,7 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   }
   auto built = BuildSchedule(row);  // validates window/cron/duration/tz; nothing stored on error
   if (!built.ok()) return ToGrpc(built.status());
-  auto id = store_->CreateSchedule(row, Actor(ctx));
+  auto id = store_->CreateSchedule(row, ActorOf(*who));
   if (!id.ok()) return ToGrpc(id.status());
   row.id = *id;
   resp->set_id(row.id);
@@ -406,8 +433,10 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext*, const v1::ListSchedulesRequest*,
+grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext* ctx,
+                                              const v1::ListSchedulesRequest*,
                                               v1::ListSchedulesResponse* resp) {
+  TUNECTL_AUTHORIZE(ListSchedules);
   auto rows = store_->ListSchedules();
   if (!rows.ok()) return ToGrpc(rows.status());
   for (const auto& r : *rows) {
@@ -469,6 +498,7 @@ Status TuningServiceImpl::FillBatch(const BatchRow& b, v1::Batch* out,
 
 grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
                                             const v1::CreateBatchRequest* req, v1::Batch* resp) {
+  TUNECTL_AUTHORIZE(CreateBatch);
   BatchIn in;
   in.workload = req->workload();
   in.baseline_id = req->baseline_id();
@@ -479,7 +509,7 @@ grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
   in.request_id = req->request_id();
   in.again = req->again();
   in.again_reason = req->again_reason();
-  auto id = store_->CreateBatch(in, Actor(ctx));
+  auto id = store_->CreateBatch(in, ActorOf(*who));
   if (!id.ok()) return ToGrpc(id.status());
   dispatcher_->Notify();
   auto b = store_->GetBatch(*id);
@@ -487,15 +517,18 @@ grpc::Status TuningServiceImpl::CreateBatch(grpc::ServerContext* ctx,
   return ToGrpc(FillBatch(*b, resp));
 }
 
-grpc::Status TuningServiceImpl::GetBatch(grpc::ServerContext*, const v1::GetBatchRequest* req,
+grpc::Status TuningServiceImpl::GetBatch(grpc::ServerContext* ctx, const v1::GetBatchRequest* req,
                                          v1::Batch* resp) {
+  TUNECTL_AUTHORIZE(GetBatch);
   auto b = store_->GetBatch(req->id());
   if (!b.ok()) return ToGrpc(b.status());
   return ToGrpc(FillBatch(*b, resp));
 }
 
-grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext*, const v1::ListBatchesRequest* req,
+grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext* ctx,
+                                            const v1::ListBatchesRequest* req,
                                             v1::ListBatchesResponse* resp) {
+  TUNECTL_AUTHORIZE(ListBatches);
   auto page = PageOf(kBatchPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
   auto r = store_->ListBatches(*page);
@@ -511,15 +544,17 @@ grpc::Status TuningServiceImpl::ListBatches(grpc::ServerContext*, const v1::List
 
 grpc::Status TuningServiceImpl::CancelBatch(grpc::ServerContext* ctx,
                                             const v1::CancelBatchRequest* req, v1::Batch* resp) {
-  auto b = store_->CancelBatch(req->id(), Actor(ctx));
+  TUNECTL_AUTHORIZE(CancelBatch);
+  auto b = store_->CancelBatch(req->id(), ActorOf(*who));
   if (!b.ok()) return ToGrpc(b.status());
   dispatcher_->Notify();
   return ToGrpc(FillBatch(*b, resp));
 }
 
-grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext*,
+grpc::Status TuningServiceImpl::GetRegression(grpc::ServerContext* ctx,
                                               const v1::GetRegressionRequest* req,
                                               v1::Regression* resp) {
+  TUNECTL_AUTHORIZE(GetRegression);
   auto points = ResolveSeriesPoints(req->limit(), req->all());
   if (!points.ok()) return ToGrpc(points.status());
   auto s = store_->GetRegressionSeries(req->workload(), *points);
@@ -581,12 +616,13 @@ void TuningServiceImpl::FillWatch(const WatchRow& w, v1::Watch* out) {
 grpc::Status TuningServiceImpl::RegressRun(grpc::ServerContext* ctx,
                                            const v1::RegressRunRequest* req,
                                            v1::StabilityRun* resp) {
+  TUNECTL_AUTHORIZE(RegressRun);
   if (req->duration().empty())
     return ToGrpc(Status::InvalidArgument(
         "--duration: missing; how long the stability run lasts, e.g. --duration 2h"));
   auto d = ParseDurationMs(req->duration());
   if (!d.ok()) return ToGrpc(Status::InvalidArgument("--duration: " + d.status().message()));
-  auto r = store_->CreateStabilityRun(req->workload(), *d / 1000, req->schedule(), Actor(ctx),
+  auto r = store_->CreateStabilityRun(req->workload(), *d / 1000, req->schedule(), ActorOf(*who),
                                       req->request_id());
   if (!r.ok()) return ToGrpc(r.status());
   dispatcher_->Notify();
@@ -597,7 +633,8 @@ grpc::Status TuningServiceImpl::RegressRun(grpc::ServerContext* ctx,
 grpc::Status TuningServiceImpl::RegressSchedule(grpc::ServerContext* ctx,
                                                 const v1::RegressScheduleRequest* req,
                                                 v1::Watch* resp) {
-  auto w = store_->CreateWatch(req->workload(), req->schedule(), req->repeats(), Actor(ctx));
+  TUNECTL_AUTHORIZE(RegressSchedule);
+  auto w = store_->CreateWatch(req->workload(), req->schedule(), req->repeats(), ActorOf(*who));
   if (!w.ok()) return ToGrpc(w.status());
   dispatcher_->Notify();
   FillWatch(*w, resp);
@@ -606,7 +643,8 @@ grpc::Status TuningServiceImpl::RegressSchedule(grpc::ServerContext* ctx,
 
 grpc::Status TuningServiceImpl::RegressStop(grpc::ServerContext* ctx,
                                             const v1::RegressStopRequest* req, v1::Watch* resp) {
-  auto w = store_->StopWatch(req->workload(), Actor(ctx));
+  TUNECTL_AUTHORIZE(RegressStop);
+  auto w = store_->StopWatch(req->workload(), ActorOf(*who));
   if (!w.ok()) return ToGrpc(w.status());
   FillWatch(*w, resp);
   return grpc::Status::OK;
@@ -615,9 +653,71 @@ grpc::Status TuningServiceImpl::RegressStop(grpc::ServerContext* ctx,
 grpc::Status TuningServiceImpl::ResolveRegression(grpc::ServerContext* ctx,
                                                   const v1::ResolveRegressionRequest* req,
                                                   v1::RecordedRegression* resp) {
-  auto g = store_->ResolveRegression(req->id(), req->reason(), Actor(ctx));
+  TUNECTL_AUTHORIZE(ResolveRegression);
+  auto g = store_->ResolveRegression(req->id(), req->reason(), ActorOf(*who));
   if (!g.ok()) return ToGrpc(g.status());
   ToProto(*g, resp);
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void ToProto(const TokenRow& t, v1::Token* out) {
+  out->set_id(t.id);
+  out->set_name(t.name);
+  out->set_role(t.role);
+  out->set_agent(t.agent);
+  out->set_created_at(t.created_at);
+  out->set_created_by(t.created_by);
+  out->set_revoked_at(t.revoked_at);
+  out->set_revoked_by(t.revoked_by);
+}
+
+}  // namespace
+
+grpc::Status TuningServiceImpl::CreateToken(grpc::ServerContext* ctx,
+                                            const v1::CreateTokenRequest* req, v1::Token* resp) {
+  TUNECTL_AUTHORIZE(CreateToken);
+  std::string agent = req->agent();
+  if (req->role() == "agent" && agent.empty()) agent = req->name();
+  auto bytes = RandomBytes(32);
+  if (!bytes.ok()) return ToGrpc(bytes.status());
+  const std::string secret = FormatToken(*bytes);
+  auto t = store_->CreateToken(req->name(), req->role(), agent, TokenHash(secret), ActorOf(*who));
+  if (!t.ok()) return ToGrpc(t.status());
+  ToProto(*t, resp);
+  resp->set_secret(secret);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ListTokens(grpc::ServerContext* ctx,
+                                           const v1::ListTokensRequest* req,
+                                           v1::ListTokensResponse* resp) {
+  TUNECTL_AUTHORIZE(ListTokens);
+  auto r = store_->ListTokens(req->include_revoked());
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& t : *r) ToProto(t, resp->add_tokens());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::RevokeToken(grpc::ServerContext* ctx,
+                                            const v1::RevokeTokenRequest* req, v1::Token* resp) {
+  TUNECTL_AUTHORIZE(RevokeToken);
+  auto t = store_->RevokeToken(req->name(), ActorOf(*who));
+  if (!t.ok()) return ToGrpc(t.status());
+  ToProto(*t, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest*,
+                                       v1::WhoAmIResponse* resp) {
+  TUNECTL_AUTHORIZE(WhoAmI);
+  resp->set_name(who->name);
+  resp->set_role(std::string(RoleName(who->role)));
+  resp->set_actor(ActorOf(*who));
+  resp->set_agent(who->agent);
+  resp->set_tls(CallIsTls(ctx));
+  resp->set_version(TUNECTL_VERSION);
   return grpc::Status::OK;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/advisor.h"
 #include "core/audit_chain.h"
+#include "core/auth.h"
 #include "core/clock.h"
 #include "core/experiment.h"
 #include "core/goal.h"
@@ -260,6 +261,13 @@ struct GoalRow {
   std::vector<std::string> guardrails;  // as written
   std::string actor, created_at;
   GoalProgress progress;
+};
+
+// A bearer token as stored: never the secret, only its hash.
+struct TokenRow {
+  int64_t id = 0;
+  std::string name, role, agent;  // agent: the bound agent name ("" unless role agent)
+  std::string created_at, created_by, revoked_at, revoked_by;  // revoked_at "" = live
 };
 
 struct ExperimentIn {
@@ -535,6 +543,22 @@ class Store {
   // Walks the chain against every row; `against_seq`/`against_hash`: a head kept elsewhere
   // (`audit head`) the chain must still extend. The report names the first break, if any.
   Result<AuditCheck> VerifyAudit(int64_t against_seq = 0, const std::string& against_hash = "");
+  // Tokens (core/auth.h). `hash` = TokenHash(secret); the caller made the secret. AlreadyExists
+  // when a live token has the name. Audited as token.create / token.revoke by `actor`.
+  Result<TokenRow> CreateToken(const std::string& name, const std::string& role,
+                               const std::string& agent, const std::string& hash,
+                               const std::string& actor);
+  Result<std::vector<TokenRow>> ListTokens(bool include_revoked);
+  // NotFound when no live token has the name.
+  Result<TokenRow> RevokeToken(const std::string& name, const std::string& actor);
+  // The live token with this hash; nullopt when none (unknown or revoked).
+  Result<std::optional<Identity>> FindToken(const std::string& hash);
+  // Whether any live admin token exists (the server makes one at start when not).
+  Result<bool> HasLiveAdmin();
+  // An audit event for a refused call: kind auth.refused, the method and why, by `actor` (the
+  // token's identity, or "anonymous" with the peer).
+  Status AuditRefusal(const std::string& actor, const std::string& method,
+                      const std::string& reason, const std::string& peer);
   Result<Paged<LogRow>> ListLog(const std::string& workload, const std::string& param,
                                 const Page& page = Page());
 

@@ -47,6 +47,12 @@ class Cluster:
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.http_port = free_port()
+        # The server writes its local admin context (address, its CA, an admin token) here, and
+        # the CLI and the agents read it: each cluster has its own.
+        self.config = os.path.join(self.dir, "client-config")
+        self.env = dict(os.environ, TUNECTL_CONFIG=self.config)
+        self.env.pop("TUNECTL_TOKEN", None)
+        self.env.pop("TUNECTL_CA", None)
         self.server = None
         self.agents = {}
         self.start_server()
@@ -62,7 +68,7 @@ class Cluster:
              "--listen", self.addr, "--port-file", port_file,
              "--agent-timeout", str(self.agent_timeout),
              "--http", f"127.0.0.1:{self.http_port}", *self.server_args],
-            stdout=log, stderr=subprocess.STDOUT)
+            stdout=log, stderr=subprocess.STDOUT, env=self.env)
         log.close()
         deadline = time.time() + timeout
         while not os.path.exists(port_file):
@@ -82,10 +88,13 @@ class Cluster:
         log = open(os.path.join(self.dir, f"agent-{name}.log"), "ab")
         args = [os.path.join(BIN, "tunectl-agent"), "--server", server or self.addr, "--name",
                 name, "--slots", str(slots), "--workdir", SRC, "--runs-dir",
-                runs_dir or self.runs_dir(name), "--batch-ms", "200", *extra]
+                runs_dir or self.runs_dir(name), "--batch-ms", "200",
+                # the server's local admin context, also when --server is a proxy in between
+                "--context", f"local-{self.addr}", *extra]
         for l in labels:
             args += ["--label", l]
-        self.agents[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.agents[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                             env=self.env)
         log.close()
         self.wait_for(lambda: any(a["name"] == name and a["connected"]
                                   for a in self.json("agent", "list")), what=f"agent {name}")
@@ -185,7 +194,7 @@ class Cluster:
 
     # --- helpers ------------------------------------------------------------------------------
     def cli(self, *args, check=True, stdin=None):
-        env = dict(os.environ, TUNECTL_SERVER=self.addr)
+        env = dict(self.env, TUNECTL_SERVER=self.addr)
         p = subprocess.run([os.path.join(BIN, "tunectl"), *args], capture_output=True, text=True,
                            env=env, input=stdin, timeout=300)
         reports = sanitizer_reports(p.stderr)

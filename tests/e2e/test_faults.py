@@ -126,7 +126,7 @@ class FaultsE2E(unittest.TestCase):
             dup = subprocess.Popen(
                 [os.path.join(BIN, "tunectl-agent"), "--server", self.c.addr, "--name", "node-1",
                  "--workdir", SRC, "--runs-dir", self.c.runs_dir("dup"), "--label", "pool=other"],
-                stdout=f, stderr=subprocess.STDOUT)
+                stdout=f, stderr=subprocess.STDOUT, env=self.c.env)
         try:
             self.c.wait_for(lambda: "refused this agent" in open(log, errors="replace").read(),
                             timeout=30, what="the duplicate agent's refusal")
