@@ -312,9 +312,9 @@ int main(int argc, char** argv) {
         {"run list", "run list"},
     };
     {
-      // The server writes its admin token there (--admin-config); the CLI reads it.
-      setenv("TUNECTL_CONFIG", (o.dir + "/client-config").c_str(), 1);
       loadgen::ServerProcess server(o.server_bin, db.dsn(), o.dir);
+      // The server wrote its admin context there (--admin-config); the CLI reads it.
+      setenv("TUNECTL_CONFIG", server.config_path().c_str(), 1);
       const std::string out = o.dir + "/out", err = o.dir + "/err";
       for (auto& t : timings) {
         std::vector<std::string> args = {o.cli_bin, "--server", server.address()};

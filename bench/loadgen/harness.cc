@@ -167,7 +167,9 @@ ServerProcess::ServerProcess(const std::string& bin, const std::string& db,
   const std::string tag = std::to_string(++counter);
   log_ = dir + "/server-" + tag + ".log";
   const std::string port_file = dir + "/port-" + tag;
-  const std::string config = dir + "/client-config";
+  // Each server its own file: a server on a fresh database writes a new admin token there.
+  const std::string config = dir + "/client-config-" + tag;
+  config_ = config;
   std::vector<std::string> args = {bin,          "--db",           db,
                                    "--listen",   "127.0.0.1:0",    "--port-file",
                                    port_file,    "--http",         "127.0.0.1:0",

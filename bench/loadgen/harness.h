@@ -41,7 +41,7 @@ class BenchDb {
 // tunectl-server started on 127.0.0.1 (any free port) against `db`, its output in `log_path`;
 // stopped (SIGTERM, then SIGKILL after 30 s) by the destructor.
 // The admin token the servers of this process wrote to their client config (they run with
-// --insecure and --admin-config <dir>/client-config); "" before the first server started. Every
+// --insecure and --admin-config <dir>/client-config-<n>); "" before the first server started. Every
 // call and session of the load generator carries it.
 const std::string& BenchToken();
 
@@ -52,11 +52,13 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   const std::string& address() const { return address_; }
   const std::string& log_path() const { return log_; }
+  // The client config it writes its admin context to (when it makes an admin token).
+  const std::string& config_path() const { return config_; }
   std::string LogTail(size_t bytes) const;
 
  private:
   pid_t pid_ = -1;
-  std::string address_, log_;
+  std::string address_, log_, config_;
 };
 
 // /proc readings. CPU in clock ticks (utime + stime); 0 when the process is gone.
