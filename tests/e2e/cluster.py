@@ -50,12 +50,20 @@ class Cluster:
         # The server writes its local admin context (address, its CA, an admin token) here, and
         # the CLI and the agents read it: each cluster has its own.
         self.config = os.path.join(self.dir, "client-config")
-        self.env = dict(os.environ, TUNECTL_CONFIG=self.config)
-        self.env.pop("TUNECTL_TOKEN", None)
-        self.env.pop("TUNECTL_CA", None)
+        self.extra_env = {"TUNECTL_CONFIG": self.config}  # a test may add to it
         self.server = None
         self.agents = {}
         self.start_server()
+
+    @property
+    def env(self):
+        """The environment of this cluster's processes: the test's (read when a process starts,
+        so a variable a test sets later reaches the agents and their jobs) plus `extra_env`."""
+        env = dict(os.environ)
+        env.pop("TUNECTL_TOKEN", None)
+        env.pop("TUNECTL_CA", None)
+        env.update(self.extra_env)
+        return env
 
     # --- processes ----------------------------------------------------------------------------
     def start_server(self, timeout=60):

@@ -52,7 +52,7 @@ class AuthTest(unittest.TestCase):
         cls.c = Cluster(server_args=("--tls-cert", pki["server.pem"], "--tls-key",
                                      pki["server-key.pem"], "--client-ca", pki["ca.pem"]))
         # Every client of this cluster presents the test's client certificate (mutual TLS).
-        cls.c.env.update(TUNECTL_CA=pki["ca.pem"], TUNECTL_CLIENT_CERT=pki["client.pem"],
+        cls.c.extra_env.update(TUNECTL_CA=pki["ca.pem"], TUNECTL_CLIENT_CERT=pki["client.pem"],
                          TUNECTL_CLIENT_KEY=pki["client-key.pem"])
 
     @classmethod
