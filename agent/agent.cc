@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "sys/endpoint_grpc.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
@@ -139,18 +140,11 @@ bool Agent::Session() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!opts_.ca_pem.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = opts_.ca_pem;
-    ssl.pem_cert_chain = opts_.client_cert_pem;
-    ssl.pem_private_key = opts_.client_key_pem;
-    creds = grpc::SslCredentials(ssl);
-  }
-  auto channel = grpc::CreateCustomChannel(opts_.server, creds, args);
+  auto channel =
+      grpc::CreateCustomChannel(opts_.endpoint.server, ChannelCredentialsOf(opts_.endpoint), args);
   auto stub = v1::AgentService::NewStub(channel);
   auto s = std::make_shared<Stream>();
-  if (!opts_.token.empty()) s->ctx.AddMetadata("authorization", "Bearer " + opts_.token);
+  AddToken(s->ctx, opts_.endpoint.token);
   s->rw = stub->Session(&s->ctx);
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -175,7 +169,8 @@ bool Agent::Session() {
       s->ctx.TryCancel();
       auto st = s->rw->Finish();
       if (!stop_)
-        log_(LogLevel::kWarn, "cannot reach server " + opts_.server + ": " + st.error_message());
+        log_(LogLevel::kWarn,
+             "cannot reach server " + opts_.endpoint.server + ": " + st.error_message());
       return false;
     }
     // Everything unacked goes out again on this stream, in order, from the sender thread.
@@ -198,8 +193,9 @@ bool Agent::Session() {
           cleaned_up_ = true;
           if (in.welcome().heartbeat_interval_ms() > 0)
             heartbeat_ms_ = in.welcome().heartbeat_interval_ms();
-          log_(LogLevel::kInfo, "connected to " + opts_.server + " as " + opts_.name + " (" +
-                                    std::to_string(outbox_.size()) + " unacked messages resent)");
+          log_(LogLevel::kInfo, "connected to " + opts_.endpoint.server + " as " + opts_.name +
+                                    " (" + std::to_string(outbox_.size()) +
+                                    " unacked messages resent)");
         }
         for (const auto& r : in.welcome().cancel_runs()) {
           log_(LogLevel::kWarn, "run " + std::to_string(r.run_id()) + " attempt " +
@@ -234,10 +230,10 @@ bool Agent::Session() {
   if (!stop_ && (st.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
                  st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
                  st.error_code() == grpc::StatusCode::PERMISSION_DENIED))
-    log_(LogLevel::kError,
-         "server " + opts_.server + " refused this agent: " + st.error_message() + "; retrying");
+    log_(LogLevel::kError, "server " + opts_.endpoint.server +
+                               " refused this agent: " + st.error_message() + "; retrying");
   else if (!stop_)
-    log_(LogLevel::kWarn, "session with " + opts_.server + " ended: " +
+    log_(LogLevel::kWarn, "session with " + opts_.endpoint.server + " ended: " +
                               (st.ok() ? std::string("server closed it") : st.error_message()) +
                               "; reconnecting");
   return welcomed;

@@ -26,16 +26,16 @@
 #include "agent/executor.h"
 #include "core/log.h"
 #include "core/selector.h"
+#include "sys/endpoint.h"
 #include "sys/process.h"
 #include "tunectl/v1/tunectl.pb.h"
 
 namespace tunectl {
 
 struct AgentOptions {
-  std::string server = "127.0.0.1:7443";
-  // The session's credentials (sys/endpoint.h): a bearer token (role agent bound to `name`, or
-  // admin), TLS when `ca_pem` is set, a client certificate for mutual TLS.
-  std::string token, ca_pem, client_cert_pem, client_key_pem;
+  // The server and the session's credentials (sys/endpoint.h): a bearer token (role agent bound
+  // to `name`, or admin), TLS when it has a CA, a client certificate for mutual TLS.
+  Endpoint endpoint{"127.0.0.1:7443"};
   std::string name;  // required; unique per agent
   LabelMap labels;
   int slots = 1;  // runs executed at once

@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof host - 1);
   opts.name = host;
   CLI::App app{"tunectl-agent: runs jobs for tunectl-server on this node"};
-  app.add_option("--server", opts.server, "server address HOST:PORT")->capture_default_str();
   tunectl::EndpointRequest ep;
+  ep.server = opts.endpoint.server;
+  app.add_option("--server", ep.server, "server address HOST:PORT")->capture_default_str();
   app.add_option("--token-file", ep.token_file,
                  "file holding this agent's token (role agent, bound to --name; default "
                  "$TUNECTL_TOKEN, $TUNECTL_TOKEN_FILE, else the client config's context for "
@@ -222,28 +223,24 @@ int main(int argc, char** argv) {
     executor = std::make_unique<tunectl::KubeExecutor>(&kubectl, opts.executor, kube);
   else
     executor = std::make_unique<tunectl::LocalExecutor>(launcher.get(), opts.executor);
-  ep.server = opts.server;
   auto endpoint = tunectl::ResolveEndpoint(ep);
   if (!endpoint.ok()) {
     std::fprintf(stderr, "error: %s\n", endpoint.status().message().c_str());
     return 2;
   }
-  opts.token = endpoint->token;
-  opts.ca_pem = endpoint->ca_pem;
-  opts.client_cert_pem = endpoint->client_cert_pem;
-  opts.client_key_pem = endpoint->client_key_pem;
-  if (opts.token.empty())
+  opts.endpoint = *endpoint;
+  if (opts.endpoint.token.empty())
     spdlog::warn(
         "no token for {}: the server will refuse this agent's session (--token-file, "
         "$TUNECTL_TOKEN or a context in the client config)",
-        opts.server);
+        opts.endpoint.server);
   tunectl::Agent agent(opts, launcher.get(), executor.get(), log);
   signals.OnSignal([&](int sig) {
     spdlog::info("signal {}: stopping", sig);
     agent.Stop();
   });
-  spdlog::info("tunectl-agent {} -> {} ({} executor, {} slots, runs in {})", opts.name, opts.server,
-               executor->Kind(), opts.slots, opts.executor.runs_dir);
+  spdlog::info("tunectl-agent {} -> {} ({} executor, {} slots, runs in {})", opts.name,
+               opts.endpoint.server, executor->Kind(), opts.slots, opts.executor.runs_dir);
   agent.Run();
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/paging.h"
+#include "sys/endpoint_grpc.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
 
 namespace tunectl {
@@ -19,15 +20,6 @@ grpc::ChannelArguments ChannelArgs() {
   return args;
 }
 
-std::shared_ptr<grpc::ChannelCredentials> CredentialsOf(const Endpoint& e) {
-  if (e.ca_pem.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = e.ca_pem;
-  ssl.pem_private_key = e.client_key_pem;
-  ssl.pem_cert_chain = e.client_cert_pem;
-  return grpc::SslCredentials(ssl);
-}
-
 class GrpcClient : public Client {
  public:
   explicit GrpcClient(const Endpoint& e)
@@ -35,7 +27,7 @@ class GrpcClient : public Client {
         token_(e.token),
         tls_(!e.ca_pem.empty()),
         stub_(v1::TuningService::NewStub(
-            grpc::CreateCustomChannel(e.server, CredentialsOf(e), ChannelArgs()))) {}
+            grpc::CreateCustomChannel(e.server, ChannelCredentialsOf(e), ChannelArgs()))) {}
 
   Result<v1::Token> CreateToken(const v1::CreateTokenRequest& r) override {
     return Call<v1::Token>(&v1::TuningService::Stub::CreateToken, r);
@@ -193,7 +185,7 @@ class GrpcClient : public Client {
   Result<Resp> Call(Method m, const Req& in) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
+    AddToken(ctx, token_);
     Req req = in;
     std::string retry_hint;  // a create that timed out may still complete: how to retry safely
     if constexpr (requires { req.request_id(); }) {

@@ -513,8 +513,8 @@ int AuditHead(Client& c, const CliOptions& /*o: always JSON, to keep*/, std::ost
 
 int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
-  if (auto st = CheckTokenName(o.name, "NAME"); !st.ok()) return Fail(err, st);
-  if (auto r = ParseRole(o.role); !r.ok()) return Fail(err, r.status());
+  if (auto spec = ParseTokenSpec(o.name, o.role, o.agent); !spec.ok())
+    return Fail(err, spec.status());
   v1::CreateTokenRequest req;
   req.set_name(o.name);
   req.set_role(o.role);

@@ -41,15 +41,21 @@ std::string NextPageHint(const std::string& next_page_token) {
   return "more: the next page with --page-token " + next_page_token;
 }
 
+namespace {
+ojson StringOrNull(const std::string& s) {
+  return s.empty() ? ojson() : ojson(s);
+}
+}  // namespace
+
 ojson TokenJson(const v1::Token& t) {
   ojson j;
   j["name"] = t.name();
   j["role"] = t.role();
-  j["agent"] = t.agent().empty() ? ojson() : ojson(t.agent());
+  j["agent"] = StringOrNull(t.agent());
   j["created_at"] = t.created_at();
   j["created_by"] = t.created_by();
-  j["revoked_at"] = t.revoked_at().empty() ? ojson() : ojson(t.revoked_at());
-  j["revoked_by"] = t.revoked_by().empty() ? ojson() : ojson(t.revoked_by());
+  j["revoked_at"] = StringOrNull(t.revoked_at());
+  j["revoked_by"] = StringOrNull(t.revoked_by());
   if (!t.secret().empty()) j["secret"] = t.secret();
   return j;
 }
@@ -68,7 +74,7 @@ ojson WhoAmIJson(const v1::WhoAmIResponse& w) {
   j["name"] = w.name();
   j["role"] = w.role();
   j["actor"] = w.actor();
-  j["agent"] = w.agent().empty() ? ojson() : ojson(w.agent());
+  j["agent"] = StringOrNull(w.agent());
   j["tls"] = w.tls();
   j["server_version"] = w.version();
   return j;

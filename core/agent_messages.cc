@@ -39,8 +39,12 @@ Status CheckText(const std::string& field, std::string_view s, size_t min_bytes,
 
 }  // namespace
 
+Status CheckAgentName(std::string_view name, std::string_view field) {
+  return CheckText(std::string(field), name, 1, kMaxAgentNameBytes);
+}
+
 Status CheckAgentHello(std::string_view name, int slots, const LabelMap& labels) {
-  if (Status st = CheckText("Hello.name", name, 1, kMaxAgentNameBytes); !st.ok()) return st;
+  if (Status st = CheckAgentName(name); !st.ok()) return st;
   if (slots < 0 || slots > kMaxAgentSlots)
     return Status::InvalidArgument("Hello.slots: " + std::to_string(slots) +
                                    " is out of range; allowed 0.." +

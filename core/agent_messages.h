@@ -26,6 +26,8 @@ inline constexpr size_t kMaxUnhealthyBytes = 1024;
 // what is allowed: a name of 1..253 bytes, 0..4096 slots, at most 64 labels whose keys (1..255
 // bytes) and values (0..255 bytes) have no control character (NUL included).
 Status CheckAgentHello(std::string_view name, int slots, const LabelMap& labels);
+// The name part of that: 1..253 bytes without a control character; InvalidArgument naming `field`.
+Status CheckAgentName(std::string_view name, std::string_view field = "Hello.name");
 
 // Ok, or InvalidArgument: a sample's metric name is 1..255 bytes with no control character.
 Status CheckSampleMetric(std::string_view metric);

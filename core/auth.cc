@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "core/agent_messages.h"
 #include "core/audit_chain.h"
 
 namespace tunectl {
@@ -105,8 +106,7 @@ std::optional<Role> RequiredRole(std::string_view method) {
 
 std::vector<std::string> KnownMethods() {
   std::vector<std::string> out;
-  for (const auto& [name, role] : kTable)
-    if (!name.empty()) out.push_back(std::string(kTuning) + std::string(name));
+  for (const auto& [name, role] : kTable) out.push_back(std::string(kTuning) + std::string(name));
   out.emplace_back(kAgentSessionMethod);
   return out;
 }
@@ -119,28 +119,28 @@ bool Allows(Role have, Role need) {
 
 Status Authorize(const std::optional<Identity>& who, std::string_view method,
                  std::string_view why_none) {
-  const auto need = RequiredRole(method);
   if (!who)
     return Status::Unauthenticated(
         std::string(method) + " needs a token (" + std::string(why_none) +
         "): set one in ~/.config/tunectl/config or $TUNECTL_TOKEN; an admin creates tokens with "
-        "tunectl token create --name NAME --role viewer|operator|admin|agent");
+        "tunectl token create NAME --role viewer|operator|admin|agent");
+  const auto need = RequiredRole(method);
   if (!need)
     return Status::PermissionDenied(std::string(method) +
                                     " is not a method this server grants to anyone");
   if (Allows(who->role, *need)) return Status::Ok();
-  std::string needed = std::string(RoleName(*need));
-  if (*need == Role::kViewer || *need == Role::kOperator)
-    needed += *need == Role::kViewer ? " (or operator, admin)" : " (or admin)";
-  else if (*need == Role::kAgent)
-    needed += " (or admin)";
-  std::string msg = std::string(method) + " needs role " + needed + "; token \"" + who->name +
+  std::string others;  // the other roles that may, from the same rule
+  for (Role r : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent})
+    if (r != *need && Allows(r, *need))
+      others += (others.empty() ? "" : ", ") + std::string(RoleName(r));
+  std::string msg = std::string(method) + " needs role " + std::string(RoleName(*need)) +
+                    (others.empty() ? "" : " (or " + others + ")") + "; token \"" + who->name +
                     "\" has role " + std::string(RoleName(who->role));
   if (who->role == Role::kAgent) msg += " (agent tokens may only open agent sessions)";
   return Status::PermissionDenied(msg);
 }
 
-Status CheckAgentName(const Identity& who, std::string_view agent_name) {
+Status CheckAgentBinding(const Identity& who, std::string_view agent_name) {
   if (who.role != Role::kAgent || who.agent == agent_name) return Status::Ok();
   return Status::PermissionDenied("agent token \"" + who.name + "\" is bound to agent \"" +
                                   who.agent + "\"; it may not register as \"" +
@@ -155,6 +155,10 @@ std::string FormatToken(std::string_view random_bytes) {
     out += kHex[c & 15];
   }
   return out;
+}
+
+std::string BearerHeader(std::string_view token) {
+  return "Bearer " + std::string(token);
 }
 
 Result<std::string> BearerToken(std::string_view header) {
@@ -172,6 +176,39 @@ Result<std::string> BearerToken(std::string_view header) {
 
 std::string TokenHash(std::string_view token) {
   return Sha256Hex(token);
+}
+
+Result<TokenSpec> ParseTokenSpec(std::string_view name, std::string_view role,
+                                 std::string_view agent) {
+  if (Status st = CheckTokenName(name); !st.ok()) return st;
+  auto r = ParseRole(role);
+  if (!r.ok()) return r.status();
+  TokenSpec spec{std::string(name), *r, std::string(agent)};
+  if (*r != Role::kAgent) {
+    if (!agent.empty())
+      return Status::InvalidArgument("--agent: \"" + spec.agent +
+                                     "\": only an agent token is bound to an agent name (--role "
+                                     "agent)");
+    return spec;
+  }
+  if (spec.agent.empty()) spec.agent = spec.name;
+  if (Status st = CheckAgentName(spec.agent, "--agent"); !st.ok()) return st;
+  return spec;
+}
+
+std::string LocalAdminContext(std::string_view address) {
+  return "local-" + std::string(address);
+}
+
+std::string LocalAdminTokenName(std::string_view user) {
+  const std::string name = "local-" + std::string(user);
+  return !user.empty() && CheckTokenName(name).ok() ? name : "local-admin";
+}
+
+bool NeedsLocalAdminToken(bool embedded, const std::optional<Identity>& context_token,
+                          bool context_ca_matches, bool any_live_admin) {
+  if (!embedded) return !any_live_admin;
+  return !context_token || context_token->role != Role::kAdmin || !context_ca_matches;
 }
 
 Status CheckTokenName(std::string_view name, std::string_view field) {

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   auto server = tunectl::Server::Start(opts, log);
   if (!server.ok()) {  // on stderr: spdlog's default logger writes to stdout
     std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
-    return 1;
+    // Flags that do not go together are bad input (2), as for the CLI; anything else 1.
+    return server.status().code() == tunectl::Status::Code::kInvalidArgument ? 2 : 1;
   }
   spdlog::info(
       "tunectl-server listening on {} (port {}, {}); /metrics and /healthz on HTTP port {}",

@@ -82,14 +82,36 @@ class ServerImpl : public Server {
   bool down_ = false;
 };
 
+// The host part of HOST:PORT, and whether it means every interface.
+std::string HostOf(const std::string& listen) {
+  return listen.substr(0, listen.rfind(':'));
+}
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::";
+}
+
 // The address a local client dials for `listen` and the bound port: a wildcard or loopback host
 // becomes 127.0.0.1.
 std::string LocalAddress(const std::string& listen, int port) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" || host == "localhost" ||
-      host == "127.0.0.1")
-    host = "127.0.0.1";
+  std::string host = HostOf(listen);
+  if (IsWildcard(host) || host == "localhost") host = "127.0.0.1";
   return host + ":" + std::to_string(port);
+}
+
+// The transport flags on their own, before anything starts: a refused combination changes
+// nothing.
+Status CheckTransportFlags(const ServerOptions& opts) {
+  if (opts.insecure && (!opts.tls_cert.empty() || !opts.tls_key.empty() || !opts.client_ca.empty()))
+    return Status::InvalidArgument(
+        "--insecure: plaintext was asked for together with --tls-cert/--tls-key/--client-ca; "
+        "choose one");
+  if (opts.tls_cert.empty() != opts.tls_key.empty())
+    return Status::InvalidArgument("--tls-cert and --tls-key: give both (PEM files) or neither");
+  if (!opts.insecure && opts.tls_cert.empty() && !opts.db.empty())
+    return Status::InvalidArgument(
+        "TLS: with --db, give --tls-cert and --tls-key (PEM files; --client-ca for mutual TLS "
+        "with agents), or --insecure for plaintext");
+  return Status::Ok();
 }
 
 struct Transport {
@@ -97,33 +119,25 @@ struct Transport {
   std::string ca;  // what local clients trust ("" for plaintext or a CA we were not given)
 };
 
+// The gRPC port's credentials from flags checked by CheckTransportFlags: plaintext, the given
+// certificate, or (embedded default) a private CA made in <data_dir>/tls.
 Result<Transport> MakeTransport(const ServerOptions& opts, const std::string& data_dir,
                                 const LogFn& log) {
   Transport t;
   if (opts.insecure) {
-    if (!opts.tls_cert.empty() || !opts.tls_key.empty() || !opts.client_ca.empty())
-      return Status::InvalidArgument(
-          "--insecure: plaintext was asked for together with --tls-cert/--tls-key/--client-ca; "
-          "choose one");
     log(LogLevel::kWarn,
         "--insecure: gRPC is plaintext; tokens and every job's argv/env cross the network "
         "unencrypted");
     t.creds = grpc::InsecureServerCredentials();
     return t;
   }
-  if (opts.tls_cert.empty() != opts.tls_key.empty())
-    return Status::InvalidArgument("--tls-cert and --tls-key: give both (PEM files) or neither");
   std::string cert_path = opts.tls_cert, key_path = opts.tls_key;
   if (cert_path.empty()) {
-    if (!opts.db.empty())
-      return Status::InvalidArgument(
-          "TLS: give --tls-cert and --tls-key (PEM files; --client-ca for mutual TLS with "
-          "agents), or --insecure for plaintext");
     std::vector<std::string> hosts = {"localhost", "127.0.0.1", "::1"};
     char host[256] = {0};
     if (gethostname(host, sizeof host - 1) == 0 && host[0]) hosts.emplace_back(host);
-    std::string listen_host = opts.listen.substr(0, opts.listen.rfind(':'));
-    if (!listen_host.empty() && listen_host != "0.0.0.0" && listen_host != "[::]" &&
+    const std::string listen_host = HostOf(opts.listen);
+    if (!IsWildcard(listen_host) &&
         std::find(hosts.begin(), hosts.end(), listen_host) == hosts.end())
       hosts.push_back(listen_host);
     auto files = EnsureSelfSignedTls(data_dir + "/tls", hosts);
@@ -150,9 +164,9 @@ Result<Transport> MakeTransport(const ServerOptions& opts, const std::string& da
   return t;
 }
 
-// The embedded default needs no set-up: the local admin's context (this server, its CA, an admin
-// token) is kept valid in the client config. With --db a token is made only while no live admin
-// token exists (a fleet of servers on one database does not revoke each other's).
+// Keeps the local admin's context (this server, its CA, an admin token) in the client config, as
+// core's NeedsLocalAdminToken decides. A config that cannot be read or written is said in the log
+// and the server serves on.
 Status EnsureLocalAdmin(Store& store, const ServerOptions& opts, const std::string& address,
                         const std::string& ca, const LogFn& log) {
   const std::string path = opts.admin_config.empty() ? ClientConfigPath() : opts.admin_config;
@@ -165,44 +179,39 @@ Status EnsureLocalAdmin(Store& store, const ServerOptions& opts, const std::stri
     }
     config = *parsed;
   }
-  const std::string name = "local-" + address;
+  const std::string name = LocalAdminContext(address);
   ClientContext ctx;
   for (const auto& c : config.contexts)
     if (c.name == name) ctx = c;
-  if (opts.db.empty() && !ctx.token.empty()) {
+  std::optional<Identity> current;
+  if (!ctx.token.empty()) {
     auto found = store.FindToken(TokenHash(ctx.token));
     if (!found.ok()) return found.status();
-    if (*found && (*found)->role == Role::kAdmin && ctx.ca == ca) return Status::Ok();
+    current = *found;
   }
-  if (!opts.db.empty()) {
-    auto any = store.HasLiveAdmin();
-    if (!any.ok()) return any.status();
-    if (*any) return Status::Ok();
-  }
+  auto any_admin = store.HasLiveAdmin();
+  if (!any_admin.ok()) return any_admin.status();
+  if (!NeedsLocalAdminToken(opts.db.empty(), current, ctx.ca == ca, *any_admin))
+    return Status::Ok();
   const char* user = std::getenv("USER");
-  std::string token_name = "local-admin";
-  if (user && CheckTokenName(std::string("local-") + user).ok())
-    token_name = std::string("local-") + user;
+  const TokenSpec spec{LocalAdminTokenName(user ? user : ""), Role::kAdmin, ""};
   // The earlier local token was lost with its config: revoke it before making the next one.
-  (void)store.RevokeToken(token_name, "server");
+  (void)store.RevokeToken(spec.name, "server");
   auto bytes = RandomBytes(32);
   if (!bytes.ok()) return bytes.status();
   const std::string secret = FormatToken(*bytes);
-  auto t = store.CreateToken(token_name, "admin", "", TokenHash(secret), "server");
+  auto t = store.CreateToken(spec, TokenHash(secret), "server");
   if (!t.ok()) return t.status();
-  ctx.name = name;
-  ctx.server = address;
-  ctx.ca = ca;
-  ctx.token = secret;
-  UpsertContext(config, ctx, /*make_current=*/true);
+  UpsertContext(config, {name, address, ca, secret, ctx.client_cert, ctx.client_key},
+                /*make_current=*/true);
   if (auto st = WriteSecretFile(path, RenderClientConfig(config)); !st.ok()) {
     // The server serves on; an admin makes the next token with the one they hold.
-    (void)store.RevokeToken(token_name, "server");
+    (void)store.RevokeToken(spec.name, "server");
     log(LogLevel::kWarn, "the local admin token could not be written (" + st.message() +
                              "); revoked it again. Pass --admin-config PATH to a writable file");
     return Status::Ok();
   }
-  log(LogLevel::kInfo, "admin token \"" + token_name + "\" for this server written to " + path +
+  log(LogLevel::kInfo, "admin token \"" + spec.name + "\" for this server written to " + path +
                            " (context " + name + ", mode 0600)");
   return Status::Ok();
 }
@@ -217,6 +226,7 @@ std::string DefaultDataDir() {
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn log) {
+  if (auto st = CheckTransportFlags(opts); !st.ok()) return st;
   auto s = std::make_unique<ServerImpl>();
   s->log_ = log;
   s->launcher_ = NewPosixProcessLauncher();

@@ -1,9 +1,9 @@
 #include "sys/endpoint.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
-#include <optional>
+#include <filesystem>
+#include <initializer_list>
+#include <system_error>
 
 #include "core/client_config.h"
 #include "sys/files.h"
@@ -21,6 +21,13 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// The first non-empty of `values`: a flag, then the environment, then the context.
+std::string FirstOf(std::initializer_list<std::string> values) {
+  for (const auto& v : values)
+    if (!v.empty()) return v;
+  return "";
+}
+
 Result<std::string> ReadNamed(const std::string& path, const std::string& what) {
   auto text = ReadFile(path);
   if (!text.ok())
@@ -33,8 +40,7 @@ Result<std::string> ReadNamed(const std::string& path, const std::string& what) 
 Result<Endpoint> ResolveEndpoint(const EndpointRequest& req) {
   const std::string path = ClientConfigPath();
   ClientConfig config;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
+  if (std::error_code ec; std::filesystem::exists(path, ec)) {
     auto text = ReadNamed(path, "client config");
     if (!text.ok()) return text.status();
     auto parsed = ParseClientConfig(*text, path);
@@ -43,16 +49,12 @@ Result<Endpoint> ResolveEndpoint(const EndpointRequest& req) {
   }
   auto chosen = ChooseContext(config, req.context, req.server);
   if (!chosen.ok()) return chosen.status();
-  const std::optional<ClientContext>& ctx = *chosen;
+  const ClientContext ctx = chosen->value_or(ClientContext{});  // empty fields when none
 
   Endpoint e;
-  e.context = ctx ? ctx->name : "";
-  e.server = !req.server.empty()           ? req.server
-             : ctx && !ctx->server.empty() ? ctx->server
-                                           : req.default_server;
-  std::string token_file = req.token_file;
-  if (!token_file.empty()) {
-    auto t = ReadNamed(token_file, "--token-file");
+  e.server = FirstOf({req.server, ctx.server, req.default_server});
+  if (!req.token_file.empty()) {
+    auto t = ReadNamed(req.token_file, "--token-file");
     if (!t.ok()) return t.status();
     e.token = Trim(*t);
   } else if (auto env = Env("TUNECTL_TOKEN"); !env.empty()) {
@@ -61,23 +63,16 @@ Result<Endpoint> ResolveEndpoint(const EndpointRequest& req) {
     auto t = ReadNamed(f, "$TUNECTL_TOKEN_FILE");
     if (!t.ok()) return t.status();
     e.token = Trim(*t);
-  } else if (ctx) {
-    e.token = ctx->token;
+  } else {
+    e.token = ctx.token;
   }
-  e.ca_path = !req.ca.empty()              ? req.ca
-              : !Env("TUNECTL_CA").empty() ? Env("TUNECTL_CA")
-              : ctx                        ? ctx->ca
-                                           : "";
-  if (!e.ca_path.empty()) {
-    auto ca = ReadNamed(e.ca_path, "CA");
+  if (const std::string ca_path = FirstOf({req.ca, Env("TUNECTL_CA"), ctx.ca}); !ca_path.empty()) {
+    auto ca = ReadNamed(ca_path, "CA");
     if (!ca.ok()) return ca.status();
     e.ca_pem = *ca;
   }
-  std::string cert = req.client_cert, key = req.client_key;
-  if (cert.empty()) cert = Env("TUNECTL_CLIENT_CERT");
-  if (key.empty()) key = Env("TUNECTL_CLIENT_KEY");
-  if (cert.empty() && ctx) cert = ctx->client_cert;
-  if (key.empty() && ctx) key = ctx->client_key;
+  const std::string cert = FirstOf({req.client_cert, Env("TUNECTL_CLIENT_CERT"), ctx.client_cert});
+  const std::string key = FirstOf({req.client_key, Env("TUNECTL_CLIENT_KEY"), ctx.client_key});
   if (cert.empty() != key.empty())
     return Status::InvalidArgument(
         "client certificate: give both the certificate and its key (--tls-cert/--tls-key or "

@@ -16,8 +16,6 @@ struct Endpoint {
   std::string ca_pem;           // "" = plaintext
   std::string client_cert_pem;  // mutual TLS; "" = none
   std::string client_key_pem;
-  std::string context;  // the context it came from ("" = none), for messages
-  std::string ca_path;  // for messages
 };
 
 struct EndpointRequest {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bench/loadgen/harness.h"
+#include "sys/endpoint_grpc.h"
 
 namespace tunectl::loadgen {
 
@@ -54,7 +55,7 @@ class SimAgent : public grpc::ClientBidiReactor<v1::AgentMessage, v1::ServerMess
     h->set_version("loadgen");
     h->set_instance("loadgen:" + std::to_string(getpid()) + ":" + spec_.name);
     h->set_host("loadgen");
-    if (!BenchToken().empty()) ctx_.AddMetadata("authorization", "Bearer " + BenchToken());
+    AddToken(ctx_, BenchToken());
     stub_->async()->Session(&ctx_, this);
     AddHold();  // writes come from the timer thread too: the stream lives until Close
     StartRead(&in_);

@@ -21,6 +21,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/client_config.h"
+#include "sys/endpoint_grpc.h"
+
 extern char** environ;
 
 namespace tunectl::loadgen {
@@ -59,7 +62,7 @@ void Check(const grpc::Status& s, const std::string& what) {
 
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto c = std::make_unique<grpc::ClientContext>();
-  if (!BenchToken().empty()) c->AddMetadata("authorization", "Bearer " + BenchToken());
+  AddToken(*c, BenchToken());
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   return c;
 }
@@ -190,12 +193,10 @@ ServerProcess::ServerProcess(const std::string& bin, const std::string& db,
     const std::string port = ReadAll(port_file);
     if (!port.empty() && port.back() == '\n') {
       address_ = "127.0.0.1:" + port.substr(0, port.size() - 1);
-      // The first server on a fresh database writes the admin token (before its port file).
-      const std::string text = ReadAll(config);
-      if (auto at = text.find("token: "); at != std::string::npos) {
-        const auto end = text.find('\n', at);
-        g_token = text.substr(at + 7, end == std::string::npos ? end : end - at - 7);
-      }
+      // A server on a fresh database writes its admin context (before its port file).
+      if (auto parsed = ParseClientConfig(ReadAll(config), config); parsed.ok())
+        if (auto ctx = ChooseContext(*parsed, "", address_); ctx.ok() && *ctx)
+          g_token = (*ctx)->token;
       return;
     }
     int status = 0;

@@ -350,7 +350,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       Fail(ToGrpc(who.status()));
       return false;
     }
-    if (Status st = CheckAgentName(*who, h.name()); !st.ok()) {
+    if (Status st = CheckAgentBinding(*who, h.name()); !st.ok()) {
       Fail(ToGrpc(sh_->auth->Refuse(st, ActorOf(*who), kAgentSessionMethod, ctx_->peer())));
       return false;
     }

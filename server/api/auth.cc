@@ -8,17 +8,11 @@ namespace tunectl {
 
 Result<Identity> Authorizer::Check(const grpc::ServerContextBase* ctx, std::string_view method) {
   const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  if (it == md.end()) return Check("", false, ctx->peer(), method);
-  return Check(std::string(it->second.data(), it->second.size()), true, ctx->peer(), method);
-}
-
-Result<Identity> Authorizer::Check(const std::string& authorization, bool has_authorization,
-                                   const std::string& peer, std::string_view method) {
+  auto header = md.find(grpc::string_ref(kAuthorizationKey.data(), kAuthorizationKey.size()));
   std::optional<Identity> who;
   std::string why_none = "no token";
-  if (has_authorization) {
-    auto token = BearerToken(authorization);
+  if (header != md.end()) {
+    auto token = BearerToken(std::string_view(header->second.data(), header->second.size()));
     if (!token.ok()) {
       why_none = token.status().message();
     } else {
@@ -30,7 +24,7 @@ Result<Identity> Authorizer::Check(const std::string& authorization, bool has_au
   }
   Status decision = Authorize(who, method, why_none);
   if (decision.ok()) return *who;
-  return Refuse(decision, who ? ActorOf(*who) : "anonymous", method, peer);
+  return Refuse(decision, who ? ActorOf(*who) : "anonymous", method, ctx->peer());
 }
 
 Status Authorizer::Refuse(const Status& refusal, const std::string& actor, std::string_view method,

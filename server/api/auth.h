@@ -23,10 +23,6 @@ class Authorizer {
   // Unavailable when the database cannot tell.
   Result<Identity> Check(const grpc::ServerContextBase* ctx, std::string_view method);
 
-  // The same for a call whose metadata was already read (an agent session's Hello), by peer.
-  Result<Identity> Check(const std::string& authorization, bool has_authorization,
-                         const std::string& peer, std::string_view method);
-
   // A refusal decided elsewhere (an agent token registering under another name): audited.
   Status Refuse(const Status& refusal, const std::string& actor, std::string_view method,
                 const std::string& peer);

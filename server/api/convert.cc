@@ -20,6 +20,17 @@ grpc::Status ToGrpc(const Status& s) {
   return {grpc::StatusCode::UNKNOWN, s.message()};
 }
 
+void ToProto(const TokenRow& t, v1::Token* out) {
+  out->set_id(t.id);
+  out->set_name(t.name);
+  out->set_role(t.role);
+  out->set_agent(t.agent);
+  out->set_created_at(t.created_at);
+  out->set_created_by(t.created_by);
+  out->set_revoked_at(t.revoked_at);
+  out->set_revoked_by(t.revoked_by);
+}
+
 void ToProto(const WorkloadRow& w, v1::Workload* out) {
   out->set_name(w.name);
   out->set_description(w.description);

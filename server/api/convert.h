@@ -11,6 +11,7 @@ namespace tunectl {
 
 grpc::Status ToGrpc(const Status& s);
 
+void ToProto(const TokenRow& t, v1::Token* out);  // never a secret: rows hold none
 void ToProto(const WorkloadRow& w, v1::Workload* out);
 void ToProto(const BaselineRow& b, v1::Baseline* out);
 void ToProto(const AdvisorReport& r, v1::AdvisorReport* out);

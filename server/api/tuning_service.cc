@@ -660,30 +660,15 @@ grpc::Status TuningServiceImpl::ResolveRegression(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-namespace {
-
-void ToProto(const TokenRow& t, v1::Token* out) {
-  out->set_id(t.id);
-  out->set_name(t.name);
-  out->set_role(t.role);
-  out->set_agent(t.agent);
-  out->set_created_at(t.created_at);
-  out->set_created_by(t.created_by);
-  out->set_revoked_at(t.revoked_at);
-  out->set_revoked_by(t.revoked_by);
-}
-
-}  // namespace
-
 grpc::Status TuningServiceImpl::CreateToken(grpc::ServerContext* ctx,
                                             const v1::CreateTokenRequest* req, v1::Token* resp) {
   TUNECTL_AUTHORIZE(CreateToken);
-  std::string agent = req->agent();
-  if (req->role() == "agent" && agent.empty()) agent = req->name();
+  auto spec = ParseTokenSpec(req->name(), req->role(), req->agent());
+  if (!spec.ok()) return ToGrpc(spec.status());
   auto bytes = RandomBytes(32);
   if (!bytes.ok()) return ToGrpc(bytes.status());
   const std::string secret = FormatToken(*bytes);
-  auto t = store_->CreateToken(req->name(), req->role(), agent, TokenHash(secret), ActorOf(*who));
+  auto t = store_->CreateToken(*spec, TokenHash(secret), ActorOf(*who));
   if (!t.ok()) return ToGrpc(t.status());
   ToProto(*t, resp);
   resp->set_secret(secret);

@@ -543,10 +543,10 @@ class Store {
   // Walks the chain against every row; `against_seq`/`against_hash`: a head kept elsewhere
   // (`audit head`) the chain must still extend. The report names the first break, if any.
   Result<AuditCheck> VerifyAudit(int64_t against_seq = 0, const std::string& against_hash = "");
-  // Tokens (core/auth.h). `hash` = TokenHash(secret); the caller made the secret. AlreadyExists
-  // when a live token has the name. Audited as token.create / token.revoke by `actor`.
-  Result<TokenRow> CreateToken(const std::string& name, const std::string& role,
-                               const std::string& agent, const std::string& hash,
+  // Tokens (core/auth.h). `spec` comes from ParseTokenSpec; `hash` = TokenHash(secret), the
+  // caller made the secret. AlreadyExists when a live token has the name. Audited as
+  // token.create / token.revoke by `actor`.
+  Result<TokenRow> CreateToken(const TokenSpec& spec, const std::string& hash,
                                const std::string& actor);
   Result<std::vector<TokenRow>> ListTokens(bool include_revoked);
   // NotFound when no live token has the name.

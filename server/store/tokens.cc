@@ -31,16 +31,11 @@ TokenRow TokenOf(const pqxx::row& r) {
 
 }  // namespace
 
-Result<TokenRow> Store::CreateToken(const std::string& name, const std::string& role,
-                                    const std::string& agent, const std::string& hash,
+Result<TokenRow> Store::CreateToken(const TokenSpec& spec, const std::string& hash,
                                     const std::string& actor) {
-  if (auto st = CheckTokenName(name); !st.ok()) return st;
-  auto parsed = ParseRole(role);
-  if (!parsed.ok()) return parsed.status();
-  if ((*parsed == Role::kAgent) != !agent.empty())
-    return Status::InvalidArgument("--agent: \"" + agent +
-                                   "\": an agent token is bound to one agent name (and only an "
-                                   "agent token has one)");
+  const std::string& name = spec.name;
+  const std::string role(RoleName(spec.role));
+  const std::string& agent = spec.agent;
   return InTx<TokenRow>(pool_, clock_, [&](pqxx::work& w) -> Result<TokenRow> {
     auto live = w.exec_params("SELECT 1 FROM tokens WHERE name = $1 AND revoked_at IS NULL", name);
     if (!live.empty())

@@ -8,12 +8,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "core/auth.h"
+#include "core/client_config.h"
 #include "server/server.h"
 #include "tests/db/test_db.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
@@ -34,16 +38,23 @@ grpc::Status CallEmpty(grpc::GenericStub& stub, const std::string& method,
   return done.get_future().get();
 }
 
+// A plaintext server on the test's database, any free port, no HTTP, its admin context (if it
+// makes one) written to `admin_config`.
+ServerOptions PlainServer(const TestDb& db, const std::string& admin_config) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db = db.dsn();
+  o.http = "";
+  o.insecure = true;
+  o.admin_config = admin_config;
+  return o;
+}
+
 TEST(AuthMatrix, EveryRpcTimesEveryRoleIsAllowedOrRefusedAsTheTableSays) {
   TUNECTL_TEST_DB(db);
   char dir[] = "/tmp/tunectl-authmatrix-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.db = db->dsn();
-  o.http = "";
-  o.insecure = true;
-  o.admin_config = std::string(dir) + "/config";
+  const ServerOptions o = PlainServer(*db, std::string(dir) + "/config");
   auto server = Server::Start(o, [](LogLevel, const std::string&) {});
   ASSERT_TRUE(server.ok()) << server.status().message();
 
@@ -55,8 +66,8 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleIsAllowedOrRefusedAsTheTableSays) {
   char fill = 'a';
   for (const auto& [role, name] : names) {
     const std::string secret = FormatToken(std::string(32, fill++));
-    auto t = db->store().CreateToken(name, std::string(RoleName(role)),
-                                     role == Role::kAgent ? name : "", TokenHash(secret), "test");
+    auto t = db->store().CreateToken({name, role, role == Role::kAgent ? name : ""},
+                                     TokenHash(secret), "test");
     ASSERT_TRUE(t.ok()) << t.status().message();
     tokens[role] = secret;
   }
@@ -104,6 +115,47 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleIsAllowedOrRefusedAsTheTableSays) {
   server->reset();
   std::remove(o.admin_config.c_str());
   rmdir(dir);
+}
+
+// With --db, the first server on a database writes a working admin context; a second one on
+// the same database (a fleet) makes no token and revokes nothing.
+TEST(LocalAdmin, WithAnExternalDatabaseOnlyTheFirstServerMakesAnAdminToken) {
+  TUNECTL_TEST_DB(db);
+  char dir[] = "/tmp/tunectl-localadmin-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ServerOptions o = PlainServer(*db, std::string(dir) + "/first");
+  auto first = Server::Start(o, [](LogLevel, const std::string&) {});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  o.admin_config = std::string(dir) + "/second";
+  auto second = Server::Start(o, [](LogLevel, const std::string&) {});
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  std::ifstream in(std::string(dir) + "/first");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = ParseClientConfig(text.str(), "first");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  const std::string address = "127.0.0.1:" + std::to_string((*first)->port());
+  auto ctx = ChooseContext(*config, "", address);
+  ASSERT_TRUE(ctx.ok() && ctx->has_value()) << text.str();
+  auto who = db->store().FindToken(TokenHash((*ctx)->token));
+  ASSERT_TRUE(who.ok() && who->has_value());
+  EXPECT_EQ((*who)->role, Role::kAdmin);
+  EXPECT_FALSE(std::ifstream(std::string(dir) + "/second").good());
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM tokens"), "1");
+  // The token works through the second server too: tokens live in the database.
+  grpc::GenericStub stub(grpc::CreateChannel("127.0.0.1:" + std::to_string((*second)->port()),
+                                             grpc::InsecureChannelCredentials()));
+  EXPECT_TRUE(CallEmpty(stub, "/tunectl.v1.TuningService/WhoAmI", (*ctx)->token).ok());
+  // Flags that do not go together are refused before anything starts.
+  ServerOptions bad = o;
+  bad.insecure = false;
+  auto refused = Server::Start(bad, [](LogLevel, const std::string&) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--tls-cert"), std::string::npos);
+  second->reset();
+  first->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

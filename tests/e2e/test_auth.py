@@ -175,6 +175,50 @@ class AuthTest(unittest.TestCase):
         # The audit chain covers the refusals too, and still verifies.
         c.wait_for(lambda: c.json("audit", "verify")["ok"], timeout=60, what="a sealed chain")
 
+    def test_z_a_lost_local_admin_context_is_replaced_and_its_token_revoked(self):
+        c = self.c
+        c.metrics_with("tunectl_insecure_transport 0")
+        old = c.json("auth", "whoami")["name"]
+        with open(c.config) as f:
+            old_token = [l.split(": ", 1)[1] for l in f.read().splitlines()
+                         if l.strip().startswith("token:")][0]
+        os.unlink(c.config)
+        c.stop_server()
+        c.start_server()
+        st = os.stat(c.config)
+        self.assertEqual(st.st_mode & 0o777, 0o600)
+        self.assertEqual(c.json("auth", "whoami")["role"], "admin")
+        p = self.as_token(old_token, "workload", "list")
+        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertIn("unknown or revoked", p.stderr)
+        tokens = [t for t in c.json("token", "list", "--all") if t["name"] == old]
+        self.assertEqual([t["revoked_by"] is not None for t in tokens], [True, False], tokens)
+
+
+class TransportFlagsTest(unittest.TestCase):
+    def test_plaintext_only_when_asked_and_said(self):
+        c = Cluster(server_args=("--insecure",))
+        try:
+            me = c.json("auth", "whoami")  # the local admin context has no CA: plaintext
+            self.assertFalse(me["tls"], me)
+            self.assertEqual(me["role"], "admin")
+            c.metrics_with("tunectl_insecure_transport 1")
+            with open(os.path.join(c.dir, "server.log"), errors="replace") as f:
+                self.assertIn("PLAINTEXT: --insecure", f.read())
+        finally:
+            c.close()
+
+    def test_an_external_database_without_tls_is_refused_before_anything_starts(self):
+        for flags, says in ((["--db", "postgresql://nobody@127.0.0.1:1/x"], "--tls-cert"),
+                            (["--db", "postgresql://nobody@127.0.0.1:1/x", "--tls-cert", "a.pem"],
+                             "give both"),
+                            (["--insecure", "--client-ca", "ca.pem"], "choose one")):
+            p = subprocess.run([os.path.join(BIN, "tunectl-server"), "--listen", "127.0.0.1:0",
+                                "--http", "", *flags], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn(says, p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

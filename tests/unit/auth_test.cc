@@ -83,8 +83,14 @@ TEST(Auth, AgentSessionsAreForAgentAndAdminTokensOnly) {
 TEST(Auth, RefusalNamesTheRoleNeededAndTheCallersRole) {
   Status st = Authorize(Who(Role::kViewer, "bob"), Tuning("FreezeExperiment"));
   EXPECT_EQ(st.code(), Status::Code::kPermissionDenied);
-  EXPECT_NE(st.message().find("FreezeExperiment needs role admin"), std::string::npos)
+  EXPECT_NE(st.message().find("FreezeExperiment needs role admin;"), std::string::npos)
       << st.message();
+  Status op = Authorize(Who(Role::kViewer, "bob"), Tuning("RunExperiment"));
+  EXPECT_NE(op.message().find("needs role operator (or admin);"), std::string::npos)
+      << op.message();
+  Status agent = Authorize(Who(Role::kAgent, "n1", "n1"), Tuning("ListLog"));
+  EXPECT_NE(agent.message().find("needs role viewer (or operator, admin);"), std::string::npos)
+      << agent.message();
   EXPECT_NE(st.message().find("\"bob\" has role viewer"), std::string::npos) << st.message();
 }
 
@@ -92,6 +98,8 @@ TEST(Auth, NoIdentityIsUnauthenticatedAndSaysWhy) {
   Status st = Authorize(std::nullopt, Tuning("ListLog"), "the token is unknown or revoked");
   EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);
   EXPECT_NE(st.message().find("unknown or revoked"), std::string::npos);
+  // the command it suggests is the CLI's own form
+  EXPECT_NE(st.message().find("tunectl token create NAME --role"), std::string::npos);
 }
 
 TEST(Auth, UnknownMethodIsRefusedEvenForAdmin) {
@@ -102,11 +110,11 @@ TEST(Auth, UnknownMethodIsRefusedEvenForAdmin) {
 }
 
 TEST(Auth, AgentTokenIsBoundToItsName) {
-  EXPECT_TRUE(CheckAgentName(Who(Role::kAgent, "n1", "n1"), "n1").ok());
-  Status st = CheckAgentName(Who(Role::kAgent, "n1", "n1"), "n2");
+  EXPECT_TRUE(CheckAgentBinding(Who(Role::kAgent, "n1", "n1"), "n1").ok());
+  Status st = CheckAgentBinding(Who(Role::kAgent, "n1", "n1"), "n2");
   EXPECT_EQ(st.code(), Status::Code::kPermissionDenied);
   EXPECT_NE(st.message().find("bound to agent \"n1\""), std::string::npos);
-  EXPECT_TRUE(CheckAgentName(Who(Role::kAdmin), "any-node").ok());
+  EXPECT_TRUE(CheckAgentBinding(Who(Role::kAdmin), "any-node").ok());
 }
 
 TEST(Auth, ActorIsTheTokensIdentity) {
@@ -115,14 +123,10 @@ TEST(Auth, ActorIsTheTokensIdentity) {
 }
 
 TEST(Auth, TokensAreFormattedParsedAndHashed) {
-  const std::string raw(32, '\xab');
-  const std::string token = FormatToken(raw);
-  EXPECT_EQ(token, "tct_" + std::string(64, ' ').replace(0, 64, [] {
-    std::string s;
-    for (int i = 0; i < 32; ++i) s += "ab";
-    return s;
-  }()));
-  auto parsed = BearerToken("Bearer " + token);
+  const std::string token = FormatToken(std::string("\x01\xab\xff") + std::string(29, '\0'));
+  EXPECT_EQ(token, "tct_01abff" + std::string(58, '0'));
+  EXPECT_EQ(BearerHeader(token), "Bearer " + token);
+  auto parsed = BearerToken(BearerHeader(token));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(*parsed, token);
   EXPECT_EQ(TokenHash(token), Sha256Hex(token));
@@ -148,8 +152,54 @@ TEST(Auth, TokenNamesFollowThePattern) {
   for (const auto& bad : names) {
     Status st = CheckTokenName(bad);
     EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << bad;
-    EXPECT_NE(st.message().find("--name"), std::string::npos);
+    EXPECT_NE(st.message().find("NAME"), std::string::npos);
   }
+}
+
+TEST(Auth, ATokenSpecBindsAnAgentTokenToItsNameByDefault) {
+  auto agent = ParseTokenSpec("n1", "agent", "");
+  ASSERT_TRUE(agent.ok()) << agent.status().message();
+  EXPECT_EQ(agent->role, Role::kAgent);
+  EXPECT_EQ(agent->agent, "n1");
+  auto host = ParseTokenSpec("gpu7", "agent", "GPU-Node7.cluster");  // agent names are freer
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->agent, "GPU-Node7.cluster");
+  auto viewer = ParseTokenSpec("bob", "viewer", "");
+  ASSERT_TRUE(viewer.ok());
+  EXPECT_EQ(viewer->agent, "");
+}
+
+TEST(Auth, ATokenSpecRefusesNamingTheFlag) {
+  auto bound_viewer = ParseTokenSpec("bob", "viewer", "n1");
+  ASSERT_FALSE(bound_viewer.ok());
+  EXPECT_NE(bound_viewer.status().message().find("--agent: \"n1\": only an agent token"),
+            std::string::npos)
+      << bound_viewer.status().message();
+  auto role = ParseTokenSpec("bob", "root", "");
+  ASSERT_FALSE(role.ok());
+  EXPECT_NE(role.status().message().find("--role: \"root\""), std::string::npos);
+  auto name = ParseTokenSpec("Bob", "viewer", "");
+  ASSERT_FALSE(name.ok());
+  EXPECT_NE(name.status().message().find("NAME: \"Bob\""), std::string::npos);
+  auto agent = ParseTokenSpec("n1", "agent", std::string("n\x01"));
+  ASSERT_FALSE(agent.ok());
+  EXPECT_NE(agent.status().message().find("--agent"), std::string::npos);
+}
+
+TEST(Auth, TheEmbeddedDefaultKeepsItsLocalAdminTokenValid) {
+  const Identity admin = Who(Role::kAdmin, "local-root");
+  // embedded: a valid admin token for the same CA stays; anything else is replaced
+  EXPECT_FALSE(NeedsLocalAdminToken(true, admin, true, true));
+  EXPECT_TRUE(NeedsLocalAdminToken(true, std::nullopt, true, true));  // lost or revoked
+  EXPECT_TRUE(NeedsLocalAdminToken(true, Who(Role::kViewer), true, true));
+  EXPECT_TRUE(NeedsLocalAdminToken(true, admin, false, true));  // the CA changed
+  // an external database: only while nobody holds a live admin token
+  EXPECT_FALSE(NeedsLocalAdminToken(false, std::nullopt, false, true));
+  EXPECT_TRUE(NeedsLocalAdminToken(false, std::nullopt, false, false));
+  EXPECT_EQ(LocalAdminContext("127.0.0.1:7443"), "local-127.0.0.1:7443");
+  EXPECT_EQ(LocalAdminTokenName("root"), "local-root");
+  EXPECT_EQ(LocalAdminTokenName("Jane Doe"), "local-admin");
+  EXPECT_EQ(LocalAdminTokenName(""), "local-admin");
 }
 
 TEST(Auth, ParseRoleListsTheRoles) {

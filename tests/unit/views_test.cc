@@ -456,5 +456,52 @@ TEST(RunViews, AnAssignedRunPendingInTheClusterSaysWhy) {
   EXPECT_EQ(RunJson(*y)["external_id"], "18");
 }
 
+TEST(TokenViews, JsonHasNullsForWhatIsNotThereAndTheSecretOnlyWhenGiven) {
+  v1::Token t;
+  t.set_name("bob");
+  t.set_role("viewer");
+  t.set_created_at("2026-12-06T02:00:00.000Z");
+  t.set_created_by("user:local-root");
+  const ojson j = TokenJson(t);
+  EXPECT_TRUE(j["agent"].is_null());
+  EXPECT_TRUE(j["revoked_at"].is_null());
+  EXPECT_FALSE(j.contains("secret"));
+  t.set_secret("tct_x");
+  t.set_role("agent");
+  t.set_agent("n1");
+  const ojson made = TokenJson(t);
+  EXPECT_EQ(made["secret"], "tct_x");
+  EXPECT_EQ(made["agent"], "n1");
+}
+
+TEST(TokenViews, TableSaysWhoRevokedATokenAndWhen) {
+  v1::ListTokensResponse r;
+  auto* live = r.add_tokens();
+  live->set_name("bob");
+  live->set_role("viewer");
+  auto* gone = r.add_tokens();
+  gone->set_name("carol");
+  gone->set_role("operator");
+  gone->set_revoked_at("2026-12-06T02:10:00.000Z");
+  gone->set_revoked_by("user:local-root");
+  const std::string text = RenderTable(TokensTable(r));
+  EXPECT_THAT(text, HasSubstr("2026-12-06T02:10:00.000Z by user:local-root"));
+  EXPECT_EQ(TokensTable(r).rows[0][5], "-");
+  EXPECT_EQ(TokensTable(r).rows[0][2], "-");
+}
+
+TEST(TokenViews, WhoAmIJsonIsTyped) {
+  v1::WhoAmIResponse w;
+  w.set_name("alice");
+  w.set_role("operator");
+  w.set_actor("user:alice");
+  w.set_tls(true);
+  w.set_version("0.1.0");
+  const ojson j = WhoAmIJson(w);
+  EXPECT_TRUE(j["tls"].is_boolean());
+  EXPECT_TRUE(j["agent"].is_null());
+  EXPECT_EQ(j["actor"], "user:alice");
+}
+
 }  // namespace
 }  // namespace tunectl
