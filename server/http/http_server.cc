@@ -1,29 +1,64 @@
 #include "server/http/http_server.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 namespace tunectl {
 namespace {
 
 namespace asio = boost::asio;
+namespace ssl = asio::ssl;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection: the TLS handshake (TlsStream only), one request, the handler's response, close.
+// The handshake and the request share one deadline, the response gets another; when one passes,
+// tcp_stream closes the socket and the pending operation fails. Any failure drops the connection:
+// the last handler holding `self` returns and the socket closes with it.
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
  public:
-  Connection(tcp::socket s, const HttpHandler* h) : socket_(std::move(s)), handler_(h) {}
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  template <class... StreamArgs>
+  Connection(const HttpHandler* h, std::chrono::milliseconds timeout, StreamArgs&&... args)
+      : stream_(std::forward<StreamArgs>(args)...), handler_(h), timeout_(timeout) {}
+
   void Start() {
-    auto self = shared_from_this();
-    http::async_read(socket_, buffer_, request_, [self](beast::error_code ec, size_t) {
-      if (!ec) self->Respond();
-    });
+    beast::get_lowest_layer(stream_).expires_after(timeout_);
+    if constexpr (kTls) {
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (!ec) self->Read();
+                              });
+    } else {
+      Read();
+    }
   }
 
  private:
+  void Read() {
+    http::async_read(stream_, buffer_, request_,
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                       if (!ec) self->Respond();
+                     });
+  }
+
   void Respond() {
     response_.version(request_.version());
     response_.keep_alive(false);
@@ -41,24 +76,115 @@ class Connection : public std::enable_shared_from_this<Connection> {
       response_.body() = std::move(r.body);
     }
     response_.prepare_payload();
-    auto self = shared_from_this();
-    http::async_write(socket_, response_, [self](beast::error_code, size_t) {
-      beast::error_code ignored;
-      self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    });
+    beast::get_lowest_layer(stream_).expires_after(timeout_);
+    http::async_write(
+        stream_, response_,
+        [self = this->shared_from_this()](beast::error_code, size_t) { self->Close(); });
   }
 
-  tcp::socket socket_;
+  void Close() {
+    if constexpr (kTls) {
+      // close_notify, then the peer's, within what is left of the response's deadline.
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(self->stream_)
+            .socket()
+            .shutdown(tcp::socket::shutdown_both, ignored);
+      });
+    } else {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
+  }
+
+  Stream stream_;
   const HttpHandler* handler_;
+  std::chrono::milliseconds timeout_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
 };
 
+// The first error OpenSSL queued on this thread (its reason only), the queue emptied after.
+std::string OpenSslReason() {
+  const unsigned long e = ERR_peek_error();
+  const char* reason = e ? ERR_reason_error_string(e) : nullptr;
+  std::string out = reason ? reason : e ? "error " + std::to_string(e) : "unknown error";
+  ERR_clear_error();
+  return out;
+}
+
+// Whether `e` (an OpenSSL error code) says the key is not the certificate's.
+bool IsKeyMismatch(unsigned long e) {
+  return ERR_GET_LIB(e) == ERR_LIB_X509 && (ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH ||
+                                            ERR_GET_REASON(e) == X509_R_KEY_TYPE_MISMATCH);
+}
+
+// A server context: TLS 1.2 at least, no compression, the certificate (chain) and its key.
+Status MakeTlsContext(const HttpTls& tls, std::optional<ssl::context>& out) {
+  const std::string where = "HTTP endpoint TLS: ";
+  const std::string mismatch = where +
+                               "tls.key_pem is not the private key of the certificate in "
+                               "tls.cert_pem (";
+  try {
+    out.emplace(ssl::context::tls_server);
+  } catch (const std::exception& e) {
+    return Status::Internal(where + "cannot make an OpenSSL context: " + e.what());
+  }
+  ssl::context& ctx = *out;
+  beast::error_code ec;
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_compression |
+                      ssl::context::no_sslv2 | ssl::context::no_sslv3,
+                  ec);
+  if (ec || SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION) != 1)
+    return Status::Internal(
+        where + "cannot set the protocol options: " + (ec ? ec.message() : OpenSslReason()));
+  // An encrypted key fails instead of OpenSSL asking for its passphrase on the terminal.
+  ctx.set_password_callback(
+      [](std::size_t, ssl::context::password_purpose) { return std::string(); }, ec);
+  if (ec) return Status::Internal(where + "cannot set a password callback: " + ec.message());
+  // What OpenSSL says of a wrong kind of PEM block ("PEM lib", "unsupported") names nothing an
+  // operator would look for: the plain cases are named here first.
+  if (tls.cert_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    return Status::InvalidArgument(where +
+                                   "tls.cert_pem holds no PEM certificate (no \"-----BEGIN "
+                                   "CERTIFICATE-----\" line)");
+  if (tls.key_pem.find("ENCRYPTED") != std::string::npos)
+    return Status::InvalidArgument(where +
+                                   "tls.key_pem is an encrypted private key; give it decrypted "
+                                   "(openssl pkey -in KEY -out PLAIN_KEY)");
+  if (tls.key_pem.find("PRIVATE KEY-----") == std::string::npos)
+    return Status::InvalidArgument(where +
+                                   "tls.key_pem holds no PEM private key (no \"-----BEGIN ... "
+                                   "PRIVATE KEY-----\" line)");
+  ctx.use_certificate_chain(asio::buffer(tls.cert_pem), ec);
+  if (ec) {
+    ERR_clear_error();
+    return Status::InvalidArgument(
+        where + "tls.cert_pem holds no usable PEM certificate (OpenSSL: " + ec.message() + ")");
+  }
+  ctx.use_private_key(asio::buffer(tls.key_pem), ssl::context::pem, ec);
+  if (ec) {
+    ERR_clear_error();
+    if (ec.category() == asio::error::get_ssl_category() &&
+        IsKeyMismatch(static_cast<unsigned long>(ec.value())))
+      return Status::InvalidArgument(mismatch + ec.message() + ")");
+    return Status::InvalidArgument(
+        where +
+        "tls.key_pem holds no usable unencrypted PEM private key (OpenSSL: " + ec.message() + ")");
+  }
+  if (SSL_CTX_check_private_key(ctx.native_handle()) != 1)
+    return Status::InvalidArgument(mismatch + OpenSslReason() + ")");
+  return Status::Ok();
+}
+
 class HttpServerImpl : public HttpServer {
  public:
-  explicit HttpServerImpl(HttpHandler h) : handler_(std::move(h)), acceptor_(ioc_) {}
+  HttpServerImpl(HttpHandler h, std::chrono::milliseconds timeout)
+      : handler_(std::move(h)), timeout_(timeout), acceptor_(ioc_) {}
   ~HttpServerImpl() override { Stop(); }
+
+  Status UseTls(const HttpTls& tls) { return MakeTlsContext(tls, tls_); }
 
   Status Listen(const std::string& listen) {
     const auto colon = listen.rfind(':');
@@ -90,12 +216,21 @@ class HttpServerImpl : public HttpServer {
  private:
   void Accept() {
     acceptor_.async_accept([this](beast::error_code ec, tcp::socket s) {
-      if (!ec) std::make_shared<Connection>(std::move(s), &handler_)->Start();
+      if (!ec) {
+        if (tls_)
+          std::make_shared<Connection<TlsStream>>(&handler_, timeout_, std::move(s), *tls_)
+              ->Start();
+        else
+          std::make_shared<Connection<PlainStream>>(&handler_, timeout_, std::move(s))->Start();
+      }
       if (acceptor_.is_open()) Accept();
     });
   }
 
+  // Declared before ioc_: the connections its destructor drops still point at both.
   HttpHandler handler_;
+  std::chrono::milliseconds timeout_;
+  std::optional<ssl::context> tls_;  // empty: plaintext
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
   std::thread thread_;
@@ -105,8 +240,20 @@ class HttpServerImpl : public HttpServer {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
-                                                      HttpHandler handler) {
-  auto s = std::make_unique<HttpServerImpl>(std::move(handler));
+                                                      HttpHandler handler, const HttpTls& tls,
+                                                      const HttpOptions& options) {
+  if (options.io_timeout <= std::chrono::milliseconds::zero())
+    return Status::InvalidArgument("HTTP endpoint: options.io_timeout must be positive, not " +
+                                   std::to_string(options.io_timeout.count()) + " ms");
+  if (tls.cert_pem.empty() != tls.key_pem.empty())
+    return Status::InvalidArgument(std::string("HTTP endpoint TLS: ") +
+                                   (tls.cert_pem.empty()
+                                        ? "tls.cert_pem is empty while tls.key_pem is set"
+                                        : "tls.key_pem is empty while tls.cert_pem is set") +
+                                   "; give both (HTTPS) or neither (plaintext)");
+  auto s = std::make_unique<HttpServerImpl>(std::move(handler), options.io_timeout);
+  if (!tls.cert_pem.empty())
+    if (auto st = s->UseTls(tls); !st.ok()) return st;
   if (auto st = s->Listen(listen); !st.ok()) return st;
   return std::unique_ptr<HttpServer>(std::move(s));
 }
