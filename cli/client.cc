@@ -108,6 +108,9 @@ class GrpcClient : public Client {
   Result<v1::AuditReport> VerifyAudit(const v1::VerifyAuditRequest& r) override {
     return Call<v1::AuditReport>(&v1::TuningService::Stub::VerifyAudit, r);
   }
+  Result<v1::ExportAuditResponse> ExportAudit(const v1::ExportAuditRequest& r) override {
+    return Call<v1::ExportAuditResponse>(&v1::TuningService::Stub::ExportAudit, r);
+  }
   Result<v1::Goal> GetGoal(const std::string& workload) override {
     v1::GetGoalRequest r;
     r.set_workload(workload);

@@ -42,6 +42,8 @@ class Client {
   virtual Result<v1::Goal> SetGoal(const v1::SetGoalRequest& r) = 0;
   virtual Result<v1::Goal> GetGoal(const std::string& workload) = 0;
   virtual Result<v1::AuditReport> VerifyAudit(const v1::VerifyAuditRequest& r) = 0;
+  // One page of `audit export`; the command pages through them all.
+  virtual Result<v1::ExportAuditResponse> ExportAudit(const v1::ExportAuditRequest& r) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
   virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;

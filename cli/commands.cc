@@ -509,6 +509,60 @@ int AuditHead(Client& c, const CliOptions& /*o: always JSON, to keep*/, std::ost
   return 0;
 }
 
+// Every audit event and log entry in the window, page by page as the server gives them, each
+// page written as it comes: a JSON array (one object a line), CSV with one header, or a table
+// whose first page sets the widths. On a terminal, stderr counts the rows while more pages come.
+int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  // The server resolves --since/--until on its clock and refuses bad ones before anything is
+  // written here.
+  v1::ExportAuditRequest req;
+  req.set_since(o.since);
+  req.set_until(o.until);
+  std::vector<size_t> widths;
+  int64_t rows = 0, sealed = 0;
+  bool progress = false;
+  for (int page = 0;; ++page) {
+    auto r = c.ExportAudit(req);
+    if (!r.ok()) {
+      if (progress) err << "\r\033[K";
+      if (page > 0)
+        err << "error: the export stopped after " << rows << " row(s); the output is "
+            << "incomplete\n";
+      return Fail(err, r.status());
+    }
+    switch (*f) {
+      case OutputFormat::kJson:
+        for (const auto& e : r->entries())
+          out << (rows++ == 0 ? "[\n" : ",\n")
+              << AuditEntryJson(e).dump(-1, ' ', false, ojson::error_handler_t::replace);
+        break;
+      case OutputFormat::kCsv:
+        out << RenderCsv(AuditExportCsv(*r), page == 0);
+        rows += r->entries_size();
+        break;
+      case OutputFormat::kTable:
+        out << RenderTablePage(AuditExportTable(*r), &widths);
+        rows += r->entries_size();
+        break;
+    }
+    for (const auto& e : r->entries()) sealed += e.seq() > 0;
+    out.flush();
+    if (r->next_page_token().empty()) break;
+    req.set_page_token(r->next_page_token());
+    if (o.interactive) {
+      err << "\r\033[Kexporting: " << rows << " row(s) so far" << std::flush;
+      progress = true;
+    }
+  }
+  if (*f == OutputFormat::kJson) out << (rows == 0 ? "[]\n" : "\n]\n");
+  if (progress) err << "\r\033[K";
+  err << "exported " << rows << " row(s): " << sealed << " sealed, " << rows - sealed
+      << " not sealed yet\n";
+  return 0;
+}
+
 // --- identities -------------------------------------------------------------------------------
 
 int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -785,6 +839,10 @@ const std::vector<Command>& Commands() {
       {"audit", "head",
        "the chain's head as JSON, to keep elsewhere and check later with audit verify --against",
        &AuditHead},
+      {"audit", "export",
+       "every audit event and tuning-log entry since a time, in the chain's order, with each "
+       "link's hash (admin): --since WHEN [--until WHEN] [-o json|csv]",
+       &AuditExport},
       {"goal", "set",
        "the workload's quantified goal: a metric's target, optionally with guardrails", &GoalSet},
       {"goal", "show",

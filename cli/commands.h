@@ -28,6 +28,7 @@ struct CliOptions {
   bool limit_given = false;                 // --limit was passed (--limit 0 = all rows)
   std::string page_token;                   // --page-token: continue a list
   std::string since;                        // --since 30d | 12h | 2026-01-31
+  std::string until;                        // audit export --until (same forms)
   bool interactive = false;                 // stderr is a terminal: redraw progress in place
   std::vector<std::string> vary;            // --vary NAME=VALUE (experiment run)
   std::vector<std::string> param_values;    // --param NAME=VALUE (hypothesis create)

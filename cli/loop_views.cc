@@ -170,6 +170,53 @@ std::string AuditDetail(const v1::AuditReport& r) {
   return out;
 }
 
+Table AuditExportTable(const v1::ExportAuditResponse& r) {
+  Table t{{"seq", "source", "id", "at", "actor", "kind", "subject", "hash"}, {}};
+  for (const auto& e : r.entries()) {
+    std::string subject = e.source() == "log" ? "workload " + e.workload_id() : e.entity();
+    if (e.source() == "log" && !e.experiment_id().empty())
+      subject += " experiment " + e.experiment_id();
+    if (e.source() != "log" && !e.entity_id().empty() && e.entity_id() != "0")
+      subject += " " + e.entity_id();
+    t.rows.push_back({e.seq() > 0 ? std::to_string(e.seq()) : "-", e.source(),
+                      std::to_string(e.id()), e.at(), e.actor(), e.kind(), subject,
+                      e.hash().empty() ? "(not sealed)" : e.hash().substr(0, 12)});
+  }
+  return t;
+}
+
+Table AuditExportCsv(const v1::ExportAuditResponse& r) {
+  Table t{{"seq", "source", "id", "at", "at_us", "actor", "kind", "entity", "entity_id",
+           "workload_id", "experiment_id", "payload", "hash", "prev_hash"},
+          {}};
+  for (const auto& e : r.entries())
+    t.rows.push_back({e.seq() > 0 ? std::to_string(e.seq()) : "", e.source(),
+                      std::to_string(e.id()), e.at(), std::to_string(e.at_us()), e.actor(),
+                      e.kind(), e.entity(), e.entity_id(), e.workload_id(), e.experiment_id(),
+                      e.payload(), e.hash(), e.prev_hash()});
+  return t;
+}
+
+ojson AuditEntryJson(const v1::AuditEntry& e) {
+  const bool sealed = e.seq() > 0;
+  ojson j;
+  j["seq"] = sealed ? ojson(e.seq()) : ojson(nullptr);
+  j["source"] = e.source();
+  j["id"] = e.id();
+  j["at"] = e.at();
+  j["at_us"] = e.at_us();
+  j["actor"] = e.actor();
+  j["kind"] = e.kind();
+  j["entity"] = e.entity();
+  j["entity_id"] = e.entity_id();
+  j["workload_id"] = e.workload_id();
+  j["experiment_id"] = e.experiment_id();
+  j["payload"] = e.payload();
+  j["hash"] = sealed ? ojson(e.hash()) : ojson(nullptr);
+  j["prev_hash"] = sealed ? ojson(e.prev_hash()) : ojson(nullptr);
+  return j;
+}
+
 ojson GoalJson(const v1::Goal& g) {
   ojson j;
   j["workload"] = g.workload();

@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
       sub->add_option("--against", o.against,
                       "a head file written earlier by `tunectl audit head`: the chain must still "
                       "extend it");
+    if (n == "audit" && v == "export") {
+      sub->add_option("--since", o.since,
+                      "required: the oldest rows to export: 2026-12-01, 2026-12-01T08:00:00Z "
+                      "(RFC 3339) or a duration back from now, e.g. 7d, 24h");
+      sub->add_option("--until", o.until, "only rows before then (the same forms; default: none)");
+    }
     if (n == "goal" && v == "set") {
       sub->add_option("--metric", o.metric, "the metric the goal is about")->required();
       sub->add_option("--target", o.target, "the level to reach, in the metric's unit")->required();

@@ -22,27 +22,37 @@ size_t DisplayWidth(const std::string& s) {
 }
 
 std::string RenderTable(const Table& t) {
-  std::vector<size_t> w(t.headers.size(), 0);
-  for (size_t i = 0; i < t.headers.size(); ++i) w[i] = DisplayWidth(t.headers[i]);
-  for (const auto& r : t.rows)
-    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], DisplayWidth(r[i]));
+  std::vector<size_t> widths;
+  return RenderTablePage(t, &widths);
+}
+
+std::string RenderTablePage(const Table& t, std::vector<size_t>* widths) {
+  const bool first = widths->empty();
+  std::vector<size_t>& w = *widths;
+  if (first) {
+    w.assign(t.headers.size(), 0);
+    for (size_t i = 0; i < t.headers.size(); ++i) w[i] = DisplayWidth(t.headers[i]);
+    for (const auto& r : t.rows)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i)
+        w[i] = std::max(w[i], DisplayWidth(r[i]));
+  }
   auto line = [&](const std::vector<std::string>& cells, bool upper) {
     std::string out;
     for (size_t i = 0; i < w.size(); ++i) {
       std::string c = i < cells.size() ? cells[i] : "";
       if (upper) std::transform(c.begin(), c.end(), c.begin(), ::toupper);
       out += c;
-      if (i + 1 < w.size()) out += std::string(w[i] - DisplayWidth(c) + 2, ' ');
+      if (i + 1 < w.size()) out += std::string(w[i] - std::min(w[i], DisplayWidth(c)) + 2, ' ');
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
   };
-  std::string out = line(t.headers, true);
+  std::string out = first ? line(t.headers, true) : "";
   for (const auto& r : t.rows) out += line(r, false);
   return out;
 }
 
-std::string RenderCsv(const Table& t) {
+std::string RenderCsv(const Table& t, bool header) {
   auto cell = [](const std::string& c) {
     if (c.find_first_of(",\"\r\n") == std::string::npos) return c;
     std::string q = "\"";
@@ -59,7 +69,7 @@ std::string RenderCsv(const Table& t) {
     for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cell(cells[i]);
     return out + "\r\n";
   };
-  std::string out = line(t.headers);
+  std::string out = header ? line(t.headers) : "";
   for (const auto& r : t.rows) out += line(r);
   return out;
 }

@@ -22,8 +22,12 @@ size_t DisplayWidth(const std::string& s);
 // Columns padded to their widest cell (in code points), two spaces apart, headers upper-case;
 // no trailing blanks.
 std::string RenderTable(const Table& t);
+// A table written page by page: the first page (`*widths` empty) sets the column widths and has
+// the header line; later pages keep those widths (a wider cell pushes the rest of its row).
+std::string RenderTablePage(const Table& t, std::vector<size_t>* widths);
 // Header line then rows; cells with , " CR or LF are quoted, quotes doubled; CRLF line ends.
-std::string RenderCsv(const Table& t);
+// Without `header`: the rows only (a later page of the same CSV).
+std::string RenderCsv(const Table& t, bool header = true);
 
 // Human-readable number: 4 significant digits without exponent for everyday magnitudes.
 std::string FormatNumber(double v);

@@ -43,6 +43,14 @@ std::string AuditDetail(const v1::AuditReport& r);
 // What `audit head` prints to keep elsewhere: {"seq", "hash", "sealed_at"}.
 ojson AuditHeadJson(const v1::AuditReport& r);
 
+// `audit export`: one row per audit event or log entry, in the chain's order. The table is compact
+// (seq, source, id, time, actor, kind, subject, the hash's first 12 digits); the CSV has every
+// column the hash covers, as hashed, with the link's hash and its predecessor's; the JSON object
+// has the CSV's columns as keys (seq, hash and prev_hash null when not sealed).
+Table AuditExportTable(const v1::ExportAuditResponse& r);
+Table AuditExportCsv(const v1::ExportAuditResponse& r);
+ojson AuditEntryJson(const v1::AuditEntry& e);
+
 // `goal show`: the target, where the current config stands (with its CI), each frozen change.
 ojson GoalJson(const v1::Goal& g);
 std::string GoalDetail(const v1::Goal& g);

@@ -99,6 +99,15 @@ std::string CanonicalRow(const ChainRow& row) {
   return out;
 }
 
+ChainRow ChainRowOf(const ChainEntry& e) {
+  ChainRow r{e.source, e.id, e.at_us / 1000, {std::to_string(e.at_us)}};
+  if (e.source == "log")
+    r.fields.insert(r.fields.end(), {e.workload_id, e.experiment_id, e.kind, e.actor, e.payload});
+  else
+    r.fields.insert(r.fields.end(), {e.actor, e.kind, e.entity, e.entity_id, e.payload});
+  return r;
+}
+
 std::string ChainHash(const std::string& prev_hash, const ChainRow& row) {
   return Sha256Hex(prev_hash + "\n" + CanonicalRow(row));
 }

@@ -26,6 +26,23 @@ struct ChainRow {
   std::vector<std::string> fields;  // the row's columns in a fixed order, as stored
 };
 
+// One row of audit_events or tuning_log column by column, each as the text the chain hashes (an
+// absent id is ""); what `audit export` writes, so a file is enough to re-hash it.
+struct ChainEntry {
+  std::string source;  // "audit" | "log"
+  int64_t id = 0;
+  int64_t at_us = 0;  // when it was written, microseconds since the epoch
+  std::string actor, kind;
+  std::string entity, entity_id;           // audit events: what it is about ("experiment", "3")
+  std::string workload_id, experiment_id;  // log entries
+  std::string payload;                     // audit: detail (jsonb), log: entry (json), as text
+};
+
+// The one order of the columns the hash covers (docs/security.md, "Export"):
+//   audit: at_us, actor, kind, entity, entity_id, payload
+//   log:   at_us, workload_id, experiment_id, kind, actor, payload
+ChainRow ChainRowOf(const ChainEntry& e);
+
 // A row no link covers yet is waiting for the sealer when it is newer than every sealed row of its
 // table or younger than this; older ones were put into the sealed past: inserted.
 inline constexpr int64_t kSealHorizonMs = 10 * 60 * 1000;

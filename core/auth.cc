@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kTuning = "/tunectl.v1.TuningService/";
 
 // The one table: every RPC and the least role that may call it.
-constexpr std::array<std::pair<std::string_view, Role>, 38> kTable{{
+constexpr std::array<std::pair<std::string_view, Role>, 39> kTable{{
     // reads
     {"ListWorkloads", Role::kViewer},
     {"GetBaseline", Role::kViewer},
@@ -54,6 +54,9 @@ constexpr std::array<std::pair<std::string_view, Role>, 38> kTable{{
     {"CreateToken", Role::kAdmin},
     {"ListTokens", Role::kAdmin},
     {"RevokeToken", Role::kAdmin},
+    // the audit trail's rows: token names, roles and the addresses of refused callers, which only
+    // an admin sees elsewhere (`token list`); a viewer verifies the chain without reading a row
+    {"ExportAudit", Role::kAdmin},
 }};
 
 int Rank(Role r) {

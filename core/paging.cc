@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <optional>
+#include <vector>
 
 #include "core/spec.h"
 #include "core/timezone.h"
@@ -78,6 +79,13 @@ std::optional<int64_t> ParseUtcTime(std::string_view s) {
   return ((days * 86400 + h * 3600 + mi * 60 + sec) - offset_s) * 1000 + ms;
 }
 
+std::optional<int64_t> ParseInt(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 std::optional<int64_t> ParseId(std::string_view s) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -87,10 +95,10 @@ std::optional<int64_t> ParseId(std::string_view s) {
 
 }  // namespace
 
-Result<int64_t> ParseSince(std::string_view text, int64_t now_ms) {
+Result<int64_t> ParseSince(std::string_view text, int64_t now_ms, std::string_view flag) {
   if (auto t = ParseUtcTime(text)) return *t;
   if (auto d = ParseDurationMs(text); d.ok()) return now_ms - *d;
-  return Status::InvalidArgument("--since: " + Quoted(text) +
+  return Status::InvalidArgument(std::string(flag) + ": " + Quoted(text) +
                                  " is neither a duration back from now (e.g. 30d, 12h, 90m) nor "
                                  "a UTC date or time (e.g. 2026-01-31, 2026-01-31T08:00:00Z)");
 }
@@ -140,6 +148,67 @@ Result<Page> ResolvePage(const PageRules& rules, const PageRequest& in, int64_t 
     auto since = ParseSince(in.since, now_ms);
     if (!since.ok()) return since.status();
     p.since_ms = *since;
+  }
+  return p;
+}
+
+// "audit:<since>:<until>:<upto>:<after seq>:<after source>:<after id>", every number decimal.
+constexpr std::string_view kChainList = "audit";
+
+std::string ChainPageToken(const ChainPage& p) {
+  return PageToken(kChainList, std::to_string(p.since_ms) + ":" + std::to_string(p.until_ms) + ":" +
+                                   std::to_string(p.upto_seq) + ":" + std::to_string(p.after_seq) +
+                                   ":" + p.after_source + ":" + std::to_string(p.after_id));
+}
+
+Result<ChainPage> ResolveChainPage(const ChainPageRequest& in, int64_t now_ms) {
+  ChainPage p;
+  const std::string cap = std::to_string(kMaxPageSize);
+  if (in.limit < 0 || in.limit > kMaxPageSize)
+    return Status::InvalidArgument("limit: " + std::to_string(in.limit) +
+                                   " is out of range; allowed 1.." + cap +
+                                   " rows per page (0 = " + cap + ")");
+  p.limit = in.limit > 0 ? in.limit : kMaxPageSize;
+  if (!in.token.empty()) {
+    // The window and the position are the token's: what the first page resolved.
+    std::vector<std::string_view> parts;
+    std::string_view rest = in.token;
+    for (size_t at; (at = rest.find(':')) != std::string_view::npos; rest.remove_prefix(at + 1))
+      parts.push_back(rest.substr(0, at));
+    parts.push_back(rest);
+    std::optional<int64_t> n[5];
+    const bool shaped = parts.size() == 7 && parts[0] == kChainList &&
+                        (parts[5].empty() || parts[5] == "audit" || parts[5] == "log");
+    for (size_t i = 0; shaped && i < 5; ++i) n[i] = ParseInt(parts[i < 4 ? i + 1 : 6]);
+    if (!shaped || !n[0] || !n[1] || !n[2] || !n[3] || !n[4] || *n[2] < 0 || *n[3] < 0)
+      return Status::InvalidArgument("page_token: " + Quoted(in.token) +
+                                     " is not a page token of the audit export; pass the "
+                                     "next_page_token of the previous page (none for the first)");
+    p.since_ms = *n[0];
+    p.until_ms = *n[1];
+    p.upto_seq = *n[2];
+    p.after_seq = *n[3];
+    p.after_source = std::string(parts[5]);
+    p.after_id = *n[4];
+    return p;
+  }
+  const std::string forms =
+      "a UTC date or time (e.g. 2026-12-01, 2026-12-01T08:00:00Z) or a duration back from now "
+      "(e.g. 7d, 24h)";
+  if (in.since.empty())
+    return Status::InvalidArgument("--since: required: where the export starts, " + forms);
+  auto since = ParseSince(in.since, now_ms);
+  if (!since.ok()) return since.status();
+  p.since_ms = *since;
+  if (!in.until.empty()) {
+    auto until = ParseSince(in.until, now_ms, "--until");
+    if (!until.ok()) return until.status();
+    if (*until <= p.since_ms)
+      return Status::InvalidArgument("--until: " + Quoted(in.until) + " is not after --since " +
+                                     Quoted(in.since) +
+                                     "; the export holds the rows at or after --since and "
+                                     "before --until");
+    p.until_ms = *until;
   }
   return p;
 }

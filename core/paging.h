@@ -67,7 +67,37 @@ Result<int> ResolveSeriesPoints(int limit, bool all);
 Status TooManyPoints();
 
 // --since: a duration back from `now_ms` ("30d", "12h", "90m", "1h30m") or a UTC date or time
-// ("2026-01-31", "2026-01-31T08:00:00Z", "2026-01-31 08:00"). Returns Unix ms.
-Result<int64_t> ParseSince(std::string_view text, int64_t now_ms);
+// ("2026-01-31", "2026-01-31T08:00:00Z", "2026-01-31 08:00"). Returns Unix ms. `flag` names the
+// option in the error (the same forms serve --until).
+Result<int64_t> ParseSince(std::string_view text, int64_t now_ms,
+                           std::string_view flag = "--since");
+
+// `audit export` walks the hash chain oldest first (core/audit_chain.h): the links in seq order,
+// then the rows no link covers, by (source, id). Its token fixes what the first page saw — the
+// window (--since, --until) as resolved then, and the last link in it — so neither a relative
+// --since nor the sealer running between pages moves the window, skips a row or repeats one.
+struct ChainPageRequest {
+  std::string since;  // required on the first page; the forms of ParseSince
+  std::string until;  // "" = no end; the same forms; exclusive
+  int limit = 0;      // rows per page; 0 = kMaxPageSize
+  std::string token;  // "" = the first page; else the window and position come from it
+};
+struct ChainPage {
+  int64_t since_ms = 0;
+  int64_t until_ms = 0;      // rows before this time only; 0 = no end
+  int64_t upto_seq = -1;     // links up to this one; -1 = not fixed yet (the first page)
+  int64_t after_seq = 0;     // the links after this one come next
+  std::string after_source;  // "": still in the links; else the uncovered rows after
+  int64_t after_id = 0;      // (after_source, after_id) come next
+  int limit = kMaxPageSize;
+};
+// Validates a request; `now_ms` resolves a relative --since/--until. Errors name the flag, the
+// value and the forms allowed (InvalidArgument).
+Result<ChainPage> ResolveChainPage(const ChainPageRequest& in, int64_t now_ms);
+// The token that continues `page` (its window, its last link, its position).
+std::string ChainPageToken(const ChainPage& page);
+// A page of rows with free text (payloads) stops before it passes this many bytes, whatever its
+// limit, so no response nears kMaxMessageBytes.
+constexpr size_t kMaxPageBytes = kMaxMessageBytes / 4;
 
 }  // namespace tunectl

@@ -59,6 +59,24 @@ void ToProto(const AuditCheck& a, v1::AuditReport* out) {
   }
 }
 
+void ToProto(const AuditExportRow& r, v1::AuditEntry* out) {
+  const ChainEntry& e = r.entry;
+  out->set_seq(r.seq);
+  out->set_source(e.source);
+  out->set_id(e.id);
+  out->set_at(r.at);
+  out->set_at_us(e.at_us);
+  out->set_actor(e.actor);
+  out->set_kind(e.kind);
+  out->set_entity(e.entity);
+  out->set_entity_id(e.entity_id);
+  out->set_workload_id(e.workload_id);
+  out->set_experiment_id(e.experiment_id);
+  out->set_payload(e.payload);
+  out->set_hash(r.hash);
+  out->set_prev_hash(r.prev_hash);
+}
+
 void ToProto(const GoalRow& g, v1::Goal* out) {
   out->set_workload(g.workload);
   out->set_metric(g.goal.metric);

@@ -37,6 +37,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   grpc::Status SetGoal(grpc::ServerContext*, const v1::SetGoalRequest*, v1::Goal*) override;
   grpc::Status VerifyAudit(grpc::ServerContext*, const v1::VerifyAuditRequest*,
                            v1::AuditReport*) override;
+  grpc::Status ExportAudit(grpc::ServerContext*, const v1::ExportAuditRequest*,
+                           v1::ExportAuditResponse*) override;
   grpc::Status GetGoal(grpc::ServerContext*, const v1::GetGoalRequest*, v1::Goal*) override;
   grpc::Status CancelBaseline(grpc::ServerContext*, const v1::CancelBaselineRequest*,
                               v1::Baseline*) override;

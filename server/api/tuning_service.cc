@@ -383,6 +383,20 @@ grpc::Status TuningServiceImpl::VerifyAudit(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status TuningServiceImpl::ExportAudit(grpc::ServerContext* ctx,
+                                            const v1::ExportAuditRequest* req,
+                                            v1::ExportAuditResponse* resp) {
+  TUNECTL_AUTHORIZE(ExportAudit);
+  auto page = ResolveChainPage({req->since(), req->until(), req->limit(), req->page_token()},
+                               clock_->NowMs());
+  if (!page.ok()) return ToGrpc(page.status());
+  auto r = store_->ExportAudit(*page);
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& row : r->rows) ToProto(row, resp->add_entries());
+  if (r->more) resp->set_next_page_token(ChainPageToken(r->next));
+  return grpc::Status::OK;
+}
+
 grpc::Status TuningServiceImpl::GetGoal(grpc::ServerContext* ctx, const v1::GetGoalRequest* req,
                                         v1::Goal* resp) {
   TUNECTL_AUTHORIZE(GetGoal);

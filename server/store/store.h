@@ -254,6 +254,19 @@ struct AuditCheck {
   std::string head_sealed_at;
 };
 
+// `audit export`: one row of the audit trail or the tuning log, in the chain's order.
+struct AuditExportRow {
+  int64_t seq = 0;  // the link that covers it; 0 = not sealed (as of the export's first page)
+  ChainEntry entry;
+  std::string at;               // RFC 3339, UTC, microseconds
+  std::string hash, prev_hash;  // "" when not sealed
+};
+struct AuditExportPage {
+  std::vector<AuditExportRow> rows;
+  bool more = false;
+  ChainPage next;  // where the next page starts (with the window and last link fixed), when more
+};
+
 // A workload's current goal and what its progress is computed from.
 struct GoalRow {
   std::string workload;
@@ -543,6 +556,10 @@ class Store {
   // Walks the chain against every row; `against_seq`/`against_hash`: a head kept elsewhere
   // (`audit head`) the chain must still extend. The report names the first break, if any.
   Result<AuditCheck> VerifyAudit(int64_t against_seq = 0, const std::string& against_hash = "");
+  // One page of `audit export` (core/paging.h ChainPage): the links in the window by seq, then
+  // the rows in it no link covers, by (source, id); at most `page.limit` rows and about
+  // kMaxPageBytes. The first page (upto_seq -1) fixes the last link the export reads.
+  Result<AuditExportPage> ExportAudit(const ChainPage& page);
   // Tokens (core/auth.h). `spec` comes from ParseTokenSpec; `hash` = TokenHash(secret), the
   // caller made the secret. AlreadyExists when a live token has the name. Audited as
   // token.create / token.revoke by `actor`.

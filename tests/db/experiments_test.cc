@@ -1,7 +1,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <limits>
+#include <set>
 
 #include "server/store/store.h"
 #include "tests/db/test_db.h"
@@ -537,6 +541,167 @@ TEST(AuditChain, ARebuiltChainNoLongerExtendsAKeptHead) {
   ASSERT_TRUE(against->report.broken);
   EXPECT_EQ(against->report.broken->kind, "edited");
   EXPECT_THAT(against->report.broken->detail, HasSubstr("differs from the kept head"));
+}
+
+// --- audit export: the chain's rows page by page, each re-hashable from what the page holds ---
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every page of an export, the token round-tripped as the service does; `between` runs after
+// the first page (the sealer, say).
+std::vector<AuditExportRow> ExportAll(Store& st, ChainPageRequest in, int* pages = nullptr,
+                                      const std::function<void()>& between = {}) {
+  std::vector<AuditExportRow> all;
+  for (int n = 1;; ++n) {
+    auto page = ResolveChainPage(in, NowMs());
+    EXPECT_TRUE(page.ok()) << page.status().message();
+    if (!page.ok()) return all;
+    auto r = st.ExportAudit(*page);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return all;
+    EXPECT_LE(r->rows.size(), static_cast<size_t>(page->limit));
+    all.insert(all.end(), r->rows.begin(), r->rows.end());
+    if (pages) *pages = n;
+    if (!r->more) return all;
+    in.token = ChainPageToken(r->next);
+    if (n == 1 && between) between();
+  }
+}
+
+// The links in seq order from 1, then the rows no link covers by (source, id); each row once.
+void ExpectChainOrder(const std::vector<AuditExportRow>& rows, int64_t links) {
+  std::set<std::pair<std::string, int64_t>> seen;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const AuditExportRow& r = rows[i];
+    EXPECT_TRUE(seen.insert({r.entry.source, r.entry.id}).second)
+        << r.entry.source << " " << r.entry.id << " twice";
+    if (static_cast<int64_t>(i) < links) {
+      EXPECT_EQ(r.seq, static_cast<int64_t>(i) + 1);
+      continue;
+    }
+    EXPECT_EQ(r.seq, 0) << i;
+    EXPECT_EQ(r.hash, "");
+    EXPECT_EQ(r.prev_hash, "");
+    if (static_cast<int64_t>(i) > links) {
+      const auto& p = rows[i - 1].entry;
+      EXPECT_LT(std::make_pair(p.source, p.id), std::make_pair(r.entry.source, r.entry.id));
+    }
+  }
+}
+
+TEST(AuditExport, PagesTheLinksInOrderThenTheUnsealedRowsAndEveryHashReHashes) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  Store& st = l.db->store();
+  // not sealed yet: a goal, and an event whose detail has a comma, quotes and a newline
+  ASSERT_TRUE(st.SetGoal("demo", "sps", 300, {}, "user:a").ok());
+  l.db->Scalar(
+      "INSERT INTO audit_events(actor, kind, entity, detail) VALUES ('user:x', 'note', "
+      "'workload', '{\"text\": \"a, \\\"b\\\"\\nc\"}')");
+  const size_t total = std::stoul(l.db->Scalar(
+      "SELECT (SELECT count(*) FROM audit_events) + (SELECT count(*) FROM tuning_log)"));
+  const int64_t links = std::stoll(l.db->Scalar("SELECT count(*) FROM audit_chain"));
+  ASSERT_GT(total, static_cast<size_t>(links));
+  ASSERT_GT(std::stoll(l.db->Scalar("SELECT count(*) FROM tuning_log")), 1);
+
+  int pages = 0;
+  const auto rows = ExportAll(st, {"2000-01-01", "", 4, ""}, &pages);
+  ASSERT_EQ(rows.size(), total);
+  EXPECT_EQ(pages, static_cast<int>((total + 3) / 4));
+  ExpectChainOrder(rows, links);
+  // Re-hashed from the exported columns alone, each link gives its hash, after its predecessor.
+  std::string prev = ChainGenesis();
+  for (int64_t i = 0; i < links; ++i) {
+    const AuditExportRow& r = rows[static_cast<size_t>(i)];
+    EXPECT_EQ(r.prev_hash, prev) << r.seq;
+    EXPECT_EQ(ChainHash(prev, ChainRowOf(r.entry)), r.hash) << r.entry.source << " " << r.entry.id;
+    prev = r.hash;
+  }
+  EXPECT_EQ(prev, l.db->Scalar("SELECT hash FROM audit_chain ORDER BY seq DESC LIMIT 1"));
+  // the columns as stored; the time in RFC 3339 and in microseconds agree
+  const auto& log = *std::find_if(rows.begin(), rows.end(),
+                                  [](const auto& r) { return r.entry.source == "log"; });
+  EXPECT_EQ(log.entry.payload, l.db->Scalar("SELECT entry::text FROM tuning_log WHERE id = " +
+                                            std::to_string(log.entry.id)));
+  EXPECT_EQ(log.at, l.db->Scalar("SELECT to_char(to_timestamp(" + std::to_string(log.entry.at_us) +
+                                 " / 1000000.0) AT TIME ZONE 'UTC', "
+                                 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"));
+  EXPECT_EQ(log.at.size(), std::string("2026-12-01T08:00:00.123456Z").size());
+  EXPECT_FALSE(log.entry.workload_id.empty());
+  const auto& note =
+      *std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r.entry.kind == "note"; });
+  EXPECT_EQ(note.seq, 0);
+  EXPECT_EQ(note.entry.kind, "note");
+  EXPECT_EQ(note.entry.entity_id, "");  // NULL, as the chain hashes it
+  EXPECT_THAT(note.entry.payload, HasSubstr("\\n"));
+
+  // Sealed now, the same rows re-hash as the links the sealer made.
+  ASSERT_GT(*st.SealAudit(), 0);
+  const auto sealed = ExportAll(st, {"2000-01-01", "", 0, ""});
+  ASSERT_EQ(sealed.size(), total);
+  ExpectChainOrder(sealed, static_cast<int64_t>(total));
+  for (size_t i = 0; i < sealed.size(); ++i) {
+    EXPECT_EQ(ChainHash(sealed[i].prev_hash, ChainRowOf(sealed[i].entry)), sealed[i].hash) << i;
+    if (i > 0) {
+      EXPECT_EQ(sealed[i].prev_hash, sealed[i - 1].hash);
+    }
+  }
+  EXPECT_FALSE(st.VerifyAudit()->report.broken.has_value());
+}
+
+TEST(AuditExport, TheSealerRunningBetweenPagesNeitherSkipsNorRepeatsARow) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  Store& st = l.db->store();
+  const int64_t links = std::stoll(l.db->Scalar("SELECT count(*) FROM audit_chain"));
+  for (int i = 0; i < 5; ++i)
+    l.db->Scalar("INSERT INTO audit_events(actor, kind, entity) VALUES ('user:x', 'note', 'x')");
+  const size_t total = std::stoul(l.db->Scalar(
+      "SELECT (SELECT count(*) FROM audit_events) + (SELECT count(*) FROM tuning_log)"));
+  // pages of 2 through the links and the unsealed rows; the sealer runs after the first page
+  const auto rows =
+      ExportAll(st, {"2000-01-01", "", 2, ""}, nullptr, [&] { ASSERT_EQ(*st.SealAudit(), 5); });
+  ASSERT_EQ(rows.size(), total);
+  ExpectChainOrder(rows, links);  // sealed after the first page: still in the unsealed part
+}
+
+TEST(AuditExport, SinceAndUntilCutTheWindowAtTheRowsTimes) {
+  TUNECTL_TEST_DB(db);
+  Loop l = Sealed(std::move(db));
+  Store& st = l.db->store();
+  for (const char* at : {"2001-01-01T00:00:00Z", "2001-06-01T00:00:00Z"})
+    l.db->Scalar(std::string("INSERT INTO audit_events(at, actor, kind, entity) VALUES ('") + at +
+                 "', 'user:old', 'note', 'x')");
+  ASSERT_EQ(*st.SealAudit(), 2);
+  auto kinds = [](const std::vector<AuditExportRow>& rows) {
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(r.entry.actor + "@" + r.at.substr(0, 10));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  // --until is exclusive; a date is midnight UTC
+  EXPECT_EQ(kinds(ExportAll(st, {"2001-01-01", "2001-06-01", 0, ""})), V{"user:old@2001-01-01"});
+  EXPECT_EQ(kinds(ExportAll(st, {"2000-12-31T23:00:00-01:00", "2001-06-02", 1, ""})),
+            (V{"user:old@2001-01-01", "user:old@2001-06-01"}));
+  EXPECT_EQ(kinds(ExportAll(st, {"2001-01-01T00:00:00.001Z", "2002-01-01", 0, ""})),
+            V{"user:old@2001-06-01"});
+  // a duration back from now: today's rows, not the old ones; each one's link in seq order
+  const size_t today = std::stoul(l.db->Scalar(
+      "SELECT (SELECT count(*) FROM audit_events WHERE actor <> 'user:old') + (SELECT count(*) "
+      "FROM tuning_log)"));
+  const auto recent = ExportAll(st, {"1d", "", 3, ""});
+  ASSERT_EQ(recent.size(), today);
+  for (size_t i = 0; i < recent.size(); ++i) {
+    EXPECT_NE(recent[i].entry.actor, "user:old");
+    if (i > 0) {
+      EXPECT_LT(recent[i - 1].seq, recent[i].seq);
+    }
+  }
+  EXPECT_TRUE(ExportAll(st, {"2002-01-01", "2003-01-01", 0, ""}).empty());
 }
 
 }  // namespace

@@ -2,14 +2,19 @@
 records into a hash chain; `audit verify` is OK untouched; an audit event edited as the database
 superuser with the append-only trigger disabled is named (link, row, "edited") and the command
 exits non-zero; a head kept with `audit head` catches a chain rebuilt after the edit; TRUNCATE is
-refused; the kept head is signed with the server's Ed25519 key and a forged one is caught."""
+refused; the kept head is signed with the server's Ed25519 key and a forged one is caught.
+`audit export` writes every row as CSV and JSON, and each sealed row re-hashes from the file alone
+(docs/security.md, "Export"); a viewer may not export."""
+import csv
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import unittest
 
-from cluster import SRC, Cluster
+from cluster import BIN, SRC, Cluster
 
 DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
 
@@ -33,12 +38,17 @@ class AuditE2E(unittest.TestCase):
                                "-v", "ON_ERROR_STOP=1", "-Atc", statement],
                               capture_output=True, text=True, timeout=60)
 
-    def test_audit_chain(self):
+    def record_and_seal(self, target):
+        """A workload and a goal recorded (audit events), then sealed by the server."""
         c = self.c
         c.cli("workload", "apply", "-f", DEMO)
-        c.cli("goal", "set", "demo", "--metric", "samples_per_s", "--target", "1000")
+        c.cli("goal", "set", "demo", "--metric", "samples_per_s", "--target", str(target))
         c.wait_for(lambda: c.json("audit", "verify")["pending"] == 0, timeout=30,
                    what="the sealer to seal the new audit events")
+
+    def test_audit_chain(self):
+        c = self.c
+        self.record_and_seal(1000)
         ok = c.cli("audit", "verify")
         self.assertIn("audit chain OK", ok.stdout)
         head = c.cli("audit", "head").stdout
@@ -84,6 +94,70 @@ class AuditE2E(unittest.TestCase):
         again = c.cli("audit", "verify", "--against", kept, check=False)
         self.assertEqual(again.returncode, 1)
         self.assertIn("differs from the kept head", again.stdout)
+
+    def test_audit_export(self):
+        c = self.c
+        self.record_and_seal(2000)
+        links = c.json("audit", "verify")["links"]
+
+        p = c.cli("audit", "export", "--since", "2000-01-01", "-o", "csv")
+        rows = list(csv.DictReader(io.StringIO(p.stdout, newline="")))
+        self.assertEqual(list(rows[0]), ["seq", "source", "id", "at", "at_us", "actor", "kind",
+                                         "entity", "entity_id", "workload_id", "experiment_id",
+                                         "payload", "hash", "prev_hash"])
+        self.assertGreaterEqual(len(rows), links)
+        self.assertIn(f"exported {len(rows)} row(s)", p.stderr)
+        applied = [r for r in rows if r["kind"] == "workload.created"]
+        self.assertEqual(len(applied), 1, rows)
+        self.assertEqual(json.loads(applied[0]["payload"])["name"], "demo")
+        self.assertTrue(any(r["kind"] == "goal.set" for r in rows), rows)
+        # Re-hashed from the file alone, as docs/security.md says: each link after the one before.
+        prev = "0" * 64
+        for i, r in enumerate(rows[:links]):
+            self.assertEqual(r["seq"], str(i + 1))
+            if r["source"] == "audit":
+                fields = [r["at_us"], r["actor"], r["kind"], r["entity"], r["entity_id"],
+                          r["payload"]]
+            else:
+                fields = [r["at_us"], r["workload_id"], r["experiment_id"], r["kind"],
+                          r["actor"], r["payload"]]
+            canonical = f"{r['source']}\n{r['id']}\n" + "".join(
+                f"{len(f.encode())}:{f}\n" for f in fields)
+            self.assertEqual(r["prev_hash"], prev)
+            prev = hashlib.sha256((prev + "\n" + canonical).encode()).hexdigest()
+            self.assertEqual(r["hash"], prev, r)
+        self.assertEqual(prev, c.json("audit", "verify")["head"]["hash"])
+
+        # JSON: an array of the same rows; a window that ends before them is empty
+        items = json.loads(c.cli("audit", "export", "--since", "2000-01-01", "-o", "json").stdout)
+        self.assertEqual([(i["source"], i["id"], i["hash"]) for i in items[:links]],
+                         [(r["source"], int(r["id"]), r["hash"]) for r in rows[:links]])
+        self.assertEqual(json.loads(c.cli("audit", "export", "--since", "2000-01-01", "--until",
+                                          "2001-01-01", "-o", "json").stdout), [])
+        table = c.cli("audit", "export", "--since", "1d").stdout
+        self.assertTrue(table.startswith("SEQ"), table)
+        self.assertIn("workload.created", table)
+
+        bad = c.cli("audit", "export", "--since", "yesterday", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn('--since: "yesterday"', bad.stderr)
+        self.assertEqual(bad.stdout, "")
+        missing = c.cli("audit", "export", "-o", "csv", check=False)
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("--since: required", missing.stderr)
+
+        # the rows say who did what, token administration included: admin only
+        secret = c.json("token", "create", "auditor-view", "--role", "viewer")["secret"]
+        env = dict(c.env, TUNECTL_SERVER=c.addr, TUNECTL_TOKEN=secret)
+        viewer = subprocess.run([os.path.join(BIN, "tunectl"), "audit",
+                                 "export", "--since", "1d"], capture_output=True, text=True,
+                                env=env, timeout=120)
+        self.assertEqual(viewer.returncode, 5, viewer.stderr)
+        self.assertIn("ExportAudit needs role admin", viewer.stderr)
+        # while a viewer still verifies the chain
+        verify = subprocess.run([os.path.join(BIN, "tunectl"), "audit",
+                                 "verify"], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(verify.returncode, 0, verify.stderr)
 
 
 if __name__ == "__main__":

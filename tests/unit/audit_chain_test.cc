@@ -30,6 +30,23 @@ TEST(ChainRowSerialisation, LengthPrefixesKeepFieldsApart) {
   EXPECT_EQ(CanonicalRow(a), "audit\n1\n2:ab\n1:c\n");
 }
 
+TEST(ChainRowSerialisation, EntriesGiveTheirColumnsInTheDocumentedOrder) {
+  ChainEntry a{
+      "audit", 3,   1796112000123456, "user:alice", "experiment.created", "experiment", "4", "",
+      "",      "{}"};
+  EXPECT_EQ(CanonicalRow(ChainRowOf(a)),
+            "audit\n3\n16:1796112000123456\n10:user:alice\n18:experiment.created\n"
+            "10:experiment\n1:4\n2:{}\n");
+  ChainEntry l{"log", 9, 5, "user:bob", "decided", "", "", "1", "", "{\"a\": 1}"};
+  EXPECT_EQ(CanonicalRow(ChainRowOf(l)),
+            "log\n9\n1:5\n1:1\n0:\n7:decided\n8:user:bob\n8:{\"a\": 1}\n");
+  EXPECT_EQ(ChainRowOf(a).at_ms, 1796112000123);
+  // what docs/security.md tells an auditor to compute, from the file alone
+  EXPECT_EQ(ChainHash(ChainGenesis(), ChainRowOf(l)),
+            Sha256Hex(std::string(64, '0') +
+                      "\nlog\n9\n1:5\n1:1\n0:\n7:decided\n8:user:bob\n8:{\"a\": 1}\n"));
+}
+
 struct Chain {
   std::vector<ChainRow> rows;
   std::vector<ChainLink> links;

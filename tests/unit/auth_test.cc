@@ -51,7 +51,8 @@ TEST(Auth, RoleMatrix) {
                         {"VerifyAudit", Role::kViewer},     {"ApplyWorkload", Role::kOperator},
                         {"RunExperiment", Role::kOperator}, {"CreateBatch", Role::kOperator},
                         {"FreezeExperiment", Role::kAdmin}, {"ResolveRegression", Role::kAdmin},
-                        {"CreateSchedule", Role::kAdmin},   {"CreateToken", Role::kAdmin}};
+                        {"CreateSchedule", Role::kAdmin},   {"CreateToken", Role::kAdmin},
+                        {"ExportAudit", Role::kAdmin}};
   for (const auto& c : cases) {
     ASSERT_EQ(RequiredRole(Tuning(c.rpc)), c.need) << c.rpc;
     for (Role have : {Role::kViewer, Role::kOperator, Role::kAdmin, Role::kAgent}) {

@@ -103,6 +103,65 @@ TEST(ParseSince, AnythingElseIsRefusedWithExamples) {
   }
 }
 
+TEST(ChainPage, SinceIsRequiredAndUntilMustComeAfterIt) {
+  auto none = ResolveChainPage({}, kNow);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(none.status().message(), HasSubstr("--since: required"));
+  EXPECT_THAT(none.status().message(), HasSubstr("2026-12-01"));
+  EXPECT_THAT(none.status().message(), HasSubstr("7d"));
+  auto bad_until = ResolveChainPage({"7d", "soon", 0, ""}, kNow);
+  ASSERT_FALSE(bad_until.ok());
+  EXPECT_THAT(bad_until.status().message(), HasSubstr("--until: \"soon\" is neither"));
+  auto bad_since = ResolveChainPage({"last week", "", 0, ""}, kNow);
+  EXPECT_THAT(bad_since.status().message(), HasSubstr("--since: \"last week\" is neither"));
+  auto backwards = ResolveChainPage({"2026-12-02", "2026-12-01", 0, ""}, kNow);
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_THAT(backwards.status().message(),
+              HasSubstr("--until: \"2026-12-01\" is not after --since \"2026-12-02\""));
+  auto limit = ResolveChainPage({"7d", "", kMaxPageSize + 1, ""}, kNow);
+  EXPECT_THAT(limit.status().message(), HasSubstr("limit: 1001 is out of range"));
+}
+
+TEST(ChainPage, TheFirstPageResolvesTheWindowOnceAndTheTokenCarriesIt) {
+  auto p = ResolveChainPage({"7d", "2027-01-15T07:00:00+00:00", 0, ""}, kNow);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->since_ms, kNow - 7 * 86'400'000LL);
+  EXPECT_EQ(p->until_ms, kNow - 3'600'000);
+  EXPECT_EQ(p->upto_seq, -1);  // fixed by the store on the first page
+  EXPECT_EQ(p->limit, kMaxPageSize);
+  ChainPage next = *p;
+  next.upto_seq = 40;
+  next.after_seq = 12;
+  // an hour later, with other --since/--until: the token's window and position hold
+  auto q = ResolveChainPage({"1d", "", 10, ChainPageToken(next)}, kNow + 3'600'000);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->since_ms, p->since_ms);
+  EXPECT_EQ(q->until_ms, p->until_ms);
+  EXPECT_EQ(q->upto_seq, 40);
+  EXPECT_EQ(q->after_seq, 12);
+  EXPECT_EQ(q->after_source, "");
+  EXPECT_EQ(q->limit, 10);
+  next.after_source = "log";
+  next.after_id = 7;
+  next.since_ms = -86'400'000;  // before the epoch
+  auto r = ResolveChainPage({"", "", 0, ChainPageToken(next)}, kNow);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->after_source, "log");
+  EXPECT_EQ(r->after_id, 7);
+  EXPECT_EQ(r->since_ms, -86'400'000);
+}
+
+TEST(ChainPage, ATokenOfAnotherListOrGarbageIsRefused) {
+  for (std::string bad : {"log:12", "audit:", "audit:1:2:3:4::", "audit:1:2:3:4:x:5",
+                          "audit:1:2:-3:4::5", "audit:1:2:3:4::5:6", "audit:a:2:3:4::5"}) {
+    auto p = ResolveChainPage({"7d", "", 0, bad}, kNow);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_THAT(p.status().message(),
+                HasSubstr("page_token: \"" + bad + "\" is not a page token of the audit export"));
+  }
+}
+
 TEST(TooManyForOnePage, SaysTheCapAndHowToPage) {
   const Status s = TooManyForOnePage(kLog);
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition);

@@ -15,6 +15,18 @@ TEST(RenderCsv, QuotesSpecialCells) {
   EXPECT_EQ(RenderCsv(t), "a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\r\nplain,\"line\nbreak\"\r\n");
 }
 
+TEST(RenderCsv, LaterPagesHaveNoHeader) {
+  Table t{{"a", "b"}, {{"1", "2"}}};
+  EXPECT_EQ(RenderCsv(t, false), "1,2\r\n");
+}
+
+TEST(RenderTablePage, TheFirstPageSetsTheWidthsAndLaterPagesKeepThem) {
+  std::vector<size_t> widths;
+  EXPECT_EQ(RenderTablePage({{"id", "name"}, {{"1", "demo"}}}, &widths), "ID  NAME\n1   demo\n");
+  EXPECT_EQ(RenderTablePage({{"id", "name"}, {{"12", "x"}, {"1234", "y"}}}, &widths),
+            "12  x\n1234  y\n");
+}
+
 TEST(FormatNumber, FourSignificantDigitsWithoutExponent) {
   EXPECT_EQ(FormatNumber(2427.49), "2427");
   EXPECT_EQ(FormatNumber(13.1875), "13.19");

@@ -503,5 +503,75 @@ TEST(TokenViews, WhoAmIJsonIsTyped) {
   EXPECT_EQ(j["actor"], "user:alice");
 }
 
+v1::ExportAuditResponse ExportPage() {
+  v1::ExportAuditResponse r;
+  auto* a = r.add_entries();
+  a->set_seq(7);
+  a->set_source("audit");
+  a->set_id(3);
+  a->set_at("2026-12-01T08:00:00.123456Z");
+  a->set_at_us(1796112000123456);
+  a->set_actor("user:alice");
+  a->set_kind("experiment.created");
+  a->set_entity("experiment");
+  a->set_entity_id("4");
+  a->set_payload(R"({"reason": "a, b", "q": "say \"hi\""})");
+  a->set_hash(std::string(64, 'a'));
+  a->set_prev_hash(std::string(64, '0'));
+  auto* l = r.add_entries();
+  l->set_source("log");
+  l->set_id(9);
+  l->set_at("2026-12-01T08:00:01.000000Z");
+  l->set_at_us(1796112001000000);
+  l->set_actor("user:bob");
+  l->set_kind("decided");
+  l->set_workload_id("1");
+  l->set_payload("{\"note\": \"two\nlines\"}");  // a newline kept as stored (json)
+  return r;
+}
+
+TEST(AuditExportViews, CsvQuotesCommasQuotesAndNewlinesAndLeavesUnsealedEmpty) {
+  const std::string csv = RenderCsv(AuditExportCsv(ExportPage()));
+  const std::string header =
+      "seq,source,id,at,at_us,actor,kind,entity,entity_id,workload_id,experiment_id,payload,hash,"
+      "prev_hash\r\n";
+  const std::string audit =
+      R"(7,audit,3,2026-12-01T08:00:00.123456Z,1796112000123456,user:alice,experiment.created,)"
+      R"(experiment,4,,,"{""reason"": ""a, b"", ""q"": ""say \""hi\""""}",)" +
+      std::string(64, 'a') + "," + std::string(64, '0') + "\r\n";
+  const std::string log =
+      ",log,9,2026-12-01T08:00:01.000000Z,1796112001000000,user:bob,decided,,,"
+      "1,,\"{\"\"note\"\": \"\"two\nlines\"\"}\",,\r\n";
+  EXPECT_EQ(csv, header + audit + log);
+}
+
+TEST(AuditExportViews, JsonKeepsThePayloadAsHashedAndNullsWhatIsNotSealed) {
+  const auto r = ExportPage();
+  const ojson a = AuditEntryJson(r.entries(0));
+  EXPECT_EQ(a["seq"], 7);
+  EXPECT_EQ(a["payload"], r.entries(0).payload());  // a string: the exact text hashed
+  EXPECT_EQ(a["at_us"], 1796112000123456);
+  EXPECT_EQ(a["entity_id"], "4");
+  // the dump round-trips the payload byte for byte
+  EXPECT_EQ(ojson::parse(a.dump())["payload"].get<std::string>(), r.entries(0).payload());
+  const ojson l = AuditEntryJson(r.entries(1));
+  EXPECT_TRUE(l["seq"].is_null());
+  EXPECT_TRUE(l["hash"].is_null());
+  EXPECT_TRUE(l["prev_hash"].is_null());
+  EXPECT_EQ(l["workload_id"], "1");
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : a.items()) keys.push_back(k);
+  EXPECT_EQ(keys, AuditExportCsv(r).headers);  // one set of columns for both formats
+}
+
+TEST(AuditExportViews, TableIsCompactAndNamesTheSubject) {
+  const std::string t = RenderTable(AuditExportTable(ExportPage()));
+  EXPECT_THAT(t, HasSubstr("experiment 4"));
+  EXPECT_THAT(t, HasSubstr("workload 1"));
+  EXPECT_THAT(t, HasSubstr("aaaaaaaaaaaa\n"));
+  EXPECT_THAT(t, HasSubstr("(not sealed)"));
+  EXPECT_THAT(t, ::testing::Not(HasSubstr("reason")));  // no payload
+}
+
 }  // namespace
 }  // namespace tunectl
