@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/kube_executor.h"
 #include "agent/slurm_executor.h"
+#include "core/names.h"
 #include "sys/endpoint.h"
 #include "sys/signals.h"
 
@@ -144,6 +145,10 @@ int main(int argc, char** argv) {
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "--label: \"" << l << "\" is not KEY=VALUE (e.g. --label gpu=a100)\n";
+      return 2;
+    }
+    if (auto st = tunectl::CheckLabel("--label", l.substr(0, eq), l.substr(eq + 1)); !st.ok()) {
+      std::cerr << st.message() << "\n";
       return 2;
     }
     opts.labels[l.substr(0, eq)] = l.substr(eq + 1);

@@ -2,22 +2,10 @@
 
 #include <string>
 
+#include "core/names.h"
+
 namespace tunectl {
 namespace {
-
-// `s` quoted for a message, control characters as \xNN and cut after 64 bytes.
-std::string Shown(std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < 64; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F)
-      out += std::string("\\x") + kHex[c >> 4] + kHex[c & 0xF];
-    else
-      out += static_cast<char>(c);
-  }
-  return out + (s.size() > 64 ? "\"…" : "\"");
-}
 
 // Ok, or InvalidArgument naming `field`: `min_bytes` to `max_bytes` bytes, no control character.
 Status CheckText(const std::string& field, std::string_view s, size_t min_bytes,
@@ -26,12 +14,13 @@ Status CheckText(const std::string& field, std::string_view s, size_t min_bytes,
     return Status::InvalidArgument(field + ": empty; " + std::to_string(min_bytes) + " to " +
                                    std::to_string(max_bytes) + " bytes allowed");
   if (s.size() > max_bytes)
-    return Status::InvalidArgument(field + ": " + Shown(s) + " is " + std::to_string(s.size()) +
-                                   " bytes; allowed at most " + std::to_string(max_bytes));
+    return Status::InvalidArgument(field + ": " + ShownValue(s) + " is " +
+                                   std::to_string(s.size()) + " bytes; allowed at most " +
+                                   std::to_string(max_bytes));
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7F)
-      return Status::InvalidArgument(field + ": " + Shown(s) +
+      return Status::InvalidArgument(field + ": " + ShownValue(s) +
                                      " contains a control character; allowed is printable text");
   }
   return Status::Ok();
@@ -52,10 +41,8 @@ Status CheckAgentHello(std::string_view name, int slots, const LabelMap& labels)
   if (labels.size() > kMaxAgentLabels)
     return Status::InvalidArgument("Hello.labels: " + std::to_string(labels.size()) +
                                    " labels; allowed at most " + std::to_string(kMaxAgentLabels));
-  for (const auto& [key, value] : labels) {
-    if (Status st = CheckText("Hello.labels key", key, 1); !st.ok()) return st;
-    if (Status st = CheckText("Hello.labels[" + Shown(key) + "]", value, 0); !st.ok()) return st;
-  }
+  for (const auto& [key, value] : labels)
+    if (Status st = CheckLabel("Hello.labels", key, value); !st.ok()) return st;
   return Status::Ok();
 }
 

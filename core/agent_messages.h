@@ -23,8 +23,8 @@ inline constexpr size_t kMaxStderrTailBytes = 8192;
 inline constexpr size_t kMaxUnhealthyBytes = 1024;
 
 // Ok, or InvalidArgument naming the field (Hello.name, Hello.slots, Hello.labels), the value and
-// what is allowed: a name of 1..253 bytes, 0..4096 slots, at most 64 labels whose keys (1..255
-// bytes) and values (0..255 bytes) have no control character (NUL included).
+// what is allowed: a name of 1..253 bytes, 0..4096 slots, at most 64 labels whose keys and values
+// match core/names.h's label patterns.
 Status CheckAgentHello(std::string_view name, int slots, const LabelMap& labels);
 // The name part of that: 1..253 bytes without a control character; InvalidArgument naming `field`.
 Status CheckAgentName(std::string_view name, std::string_view field = "Hello.name");

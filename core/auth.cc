@@ -224,4 +224,28 @@ Status CheckTokenName(std::string_view name, std::string_view field) {
                                  "starting with a letter or digit");
 }
 
+bool DsnHasPassword(std::string_view dsn) {
+  if (dsn.rfind("postgresql://", 0) == 0 || dsn.rfind("postgres://", 0) == 0) {
+    const auto rest = dsn.substr(dsn.find("://") + 3);
+    const auto at = rest.find('@');
+    const auto slash = rest.find('/');
+    if (at != std::string_view::npos && (slash == std::string_view::npos || at < slash) &&
+        rest.substr(0, at).find(':') != std::string_view::npos)
+      return true;
+    const auto q = rest.find('?');
+    if (q == std::string_view::npos) return false;
+    const auto query = rest.substr(q + 1);
+    return query.rfind("password=", 0) == 0 || query.find("&password=") != std::string_view::npos;
+  }
+  // key = value pairs: a "password" key at the start or after a blank.
+  for (size_t at = dsn.find("password"); at != std::string_view::npos;
+       at = dsn.find("password", at + 1)) {
+    if (at > 0 && dsn[at - 1] != ' ' && dsn[at - 1] != '\t') continue;
+    size_t i = at + 8;
+    while (i < dsn.size() && dsn[i] == ' ') ++i;
+    if (i < dsn.size() && dsn[i] == '=') return true;
+  }
+  return false;
+}
+
 }  // namespace tunectl

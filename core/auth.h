@@ -96,4 +96,8 @@ std::string LocalAdminTokenName(std::string_view user);   // "local-root"; "loca
 bool NeedsLocalAdminToken(bool embedded, const std::optional<Identity>& context_token,
                           bool context_ca_matches, bool any_live_admin);
 
+// Whether a libpq connection string (key=value or postgresql:// URI) carries a password: one the
+// server warns about on its command line, where ps shows it.
+bool DsnHasPassword(std::string_view dsn);
+
 }  // namespace tunectl

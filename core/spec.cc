@@ -952,7 +952,8 @@ Result<std::string> CanonicalParamValue(const ParamSpec& p, std::string_view raw
       if (s == "true" || s == "1" || s == "yes" || s == "on") return std::string("true");
       if (s == "false" || s == "0" || s == "no" || s == "off") return std::string("false");
       return Status::InvalidArgument(p.name + " is a bool parameter; " + Quote(raw) +
-                                     " is not allowed; allowed: true, false");
+                                     " is not allowed; allowed: true, false (also 1/0, yes/no, "
+                                     "on/off, any case)");
     }
     case ParamType::kEnum: {
       for (const auto& v : p.values)

@@ -117,6 +117,7 @@ Status CheckTransportFlags(const ServerOptions& opts) {
 struct Transport {
   std::shared_ptr<grpc::ServerCredentials> creds;
   std::string ca;  // what local clients trust ("" for plaintext or a CA we were not given)
+  HttpTls http;    // the same certificate on the HTTP endpoint (empty: plaintext)
 };
 
 // The gRPC port's credentials from flags checked by CheckTransportFlags: plaintext, the given
@@ -152,6 +153,7 @@ Result<Transport> MakeTransport(const ServerOptions& opts, const std::string& da
   if (!cert.ok()) return cert.status();
   auto key = ReadPemFile(key_path);
   if (!key.ok()) return key.status();
+  t.http = {*cert, *key};
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!opts.client_ca.empty()) {
@@ -230,7 +232,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   auto s = std::make_unique<ServerImpl>();
   s->log_ = log;
   s->launcher_ = NewPosixProcessLauncher();
-  std::string dsn = opts.db;
+  std::string dsn = opts.db, admin_dsn = opts.db_admin;
   const std::string data_dir = opts.data_dir.empty() ? DefaultDataDir() : opts.data_dir;
   if (dsn.empty()) {
     EmbeddedPgOptions pg;
@@ -241,13 +243,28 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     if (!started.ok()) return started.status();
     s->pg_ = std::move(*started);
     dsn = s->pg_->dsn();
+    admin_dsn = s->pg_->admin_dsn();
+  }
+  std::unique_ptr<ConnectionPool> owner;  // the schema's owner: migrates and grants
+  if (!admin_dsn.empty()) {
+    auto opened = ConnectionPool::Open(admin_dsn, 1);
+    if (!opened.ok()) return Status::Unavailable("--db-admin: " + opened.status().message());
+    owner = std::move(*opened);
   }
   auto pool = ConnectionPool::Open(dsn, 16);
   if (!pool.ok()) return pool.status();
   s->pool_ = std::move(*pool);
-  auto applied = ApplyMigrations(*s->pool_, EmbeddedMigrations());
+  auto applied = ApplyMigrations(owner ? *owner : *s->pool_, EmbeddedMigrations());
   if (!applied.ok()) return applied.status();
   if (*applied > 0) log(LogLevel::kInfo, "applied " + std::to_string(*applied) + " migration(s)");
+  if (owner) {
+    auto role = ServerRoleName(*s->pool_);
+    if (!role.ok()) return role.status();
+    if (auto st = GrantServerRole(*owner, *role); !st.ok()) return st;
+  }
+  auto warnings = ServerRoleWarnings(*s->pool_);
+  if (!warnings.ok()) return warnings.status();
+  for (const auto& w : *warnings) log(LogLevel::kWarn, w);
   s->clock_ = std::make_unique<SystemClock>(opts.clock_offset_ms);
   if (opts.clock_offset_ms != 0)
     log(LogLevel::kWarn, "clock offset " + std::to_string(opts.clock_offset_ms / 1000) +
@@ -322,34 +339,37 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     HealthProbe* health = s->health_.get();
     Dispatcher* dispatcher = s->dispatcher_.get();
     const bool insecure = opts.insecure;
-    auto http = HttpServer::Start(opts.http, [health, dispatcher,
-                                              insecure](const std::string& path) {
-      HttpResponse r;
-      const HealthProbe::View h = health->Get();  // memory only: answers within a bound
-      if (path == "/healthz") {
-        r.status = h.healthy ? 200 : 503;
-        r.body = h.healthy ? "ok\n" : "database unreachable: " + h.error + "\n";
-      } else if (path == "/metrics") {
-        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        if (h.snapshot) {
-          auto families = ServerMetrics(*h.snapshot, dispatcher->leader());
-          families.push_back({"tunectl_insecure_transport",
-                              "1 when gRPC is plaintext (--insecure): tokens and jobs' argv/env "
-                              "cross the network unencrypted",
-                              "gauge",
-                              {{{}, insecure ? 1.0 : 0.0}}});
-          r.body = RenderPrometheus(families);
-        } else {
-          r.status = 503;
-          r.body = RenderPrometheus(
-              {{"tunectl_up", "1 while the server can read its database", "gauge", {{{}, 0}}}});
-        }
-      } else {
-        r.status = 404;
-        r.body = "not found; try /metrics or /healthz\n";
-      }
-      return r;
-    });
+    auto http = HttpServer::Start(
+        opts.http,
+        [health, dispatcher, insecure](const std::string& path) {
+          HttpResponse r;
+          const HealthProbe::View h = health->Get();  // memory only: answers within a bound
+          if (path == "/healthz") {
+            r.status = h.healthy ? 200 : 503;
+            r.body = h.healthy ? "ok\n" : "database unreachable: " + h.error + "\n";
+          } else if (path == "/metrics") {
+            r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            if (h.snapshot) {
+              auto families = ServerMetrics(*h.snapshot, dispatcher->leader());
+              families.push_back(
+                  {"tunectl_insecure_transport",
+                   "1 when gRPC is plaintext (--insecure): tokens and jobs' argv/env "
+                   "cross the network unencrypted",
+                   "gauge",
+                   {{{}, insecure ? 1.0 : 0.0}}});
+              r.body = RenderPrometheus(families);
+            } else {
+              r.status = 503;
+              r.body = RenderPrometheus(
+                  {{"tunectl_up", "1 while the server can read its database", "gauge", {{{}, 0}}}});
+            }
+          } else {
+            r.status = 404;
+            r.body = "not found; try /metrics or /healthz\n";
+          }
+          return r;
+        },
+        transport->http);
     if (!http.ok()) return http.status();
     s->http_ = std::move(*http);
     if (!opts.http_port_file.empty()) {

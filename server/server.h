@@ -14,7 +14,12 @@ namespace tunectl {
 struct ServerOptions {
   std::string listen = "127.0.0.1:7443";  // host:port; port 0 picks a free one
   std::string db;                         // libpq DSN or URI; "" = embedded PostgreSQL
-  std::string data_dir;                   // embedded PostgreSQL lives in <data_dir>/pg
+  // With `db`: the schema owner's DSN. Given, migrations run with it and the role of `db` gets
+  // only what the server needs (GrantServerRole: no UPDATE/DELETE/TRUNCATE on the audit trail);
+  // "" = migrations run with `db`, and the server warns when that role could rewrite the trail.
+  // The embedded PostgreSQL always works this way (superuser for migrations, its own role).
+  std::string db_admin;
+  std::string data_dir;  // embedded PostgreSQL lives in <data_dir>/pg
   std::string pg_bin = "/usr/lib/postgresql/15/bin";
   std::string port_file;                // if set, the bound port is written here
   std::string http = "127.0.0.1:7444";  // /metrics and /healthz; "" = off; port 0 = any free

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -42,6 +43,39 @@ Status MakeDirs(const std::string& path, int mode) {
   if (ec) return Status::Internal("cannot create directory " + path + ": " + ec.message());
   ::chmod(path.c_str(), static_cast<mode_t>(mode));
   return Status::Ok();
+}
+
+Status EnsurePrivateDir(const std::string& path, long other_owner) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    return Status::Internal("cannot create directory " + path + ": " + strerror(errno));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0)
+    return Status::Internal("cannot stat " + path + ": " + strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return Status::FailedPrecondition(path +
+                                      " is a symlink; refusing to use it (someone may have "
+                                      "planted it): remove it or choose another path");
+  if (!S_ISDIR(st.st_mode))
+    return Status::FailedPrecondition(path + " exists and is not a directory");
+  const bool ours = st.st_uid == ::geteuid() ||
+                    (other_owner >= 0 && st.st_uid == static_cast<uid_t>(other_owner));
+  if (!ours)
+    return Status::FailedPrecondition(path + " is owned by uid " + std::to_string(st.st_uid) +
+                                      ", not by this server's user; refusing to use it");
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return Status::FailedPrecondition(path + " is writable by group or others (mode " + mode +
+                                      "); refusing to use it: chmod 700 it");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> MakeTempDir(const std::string& prefix) {
+  std::string templ = prefix + "XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr)
+    return Status::Internal("cannot create a directory " + templ + ": " + strerror(errno));
+  return templ;
 }
 
 Status WriteSecretFile(const std::string& path, const std::string& content) {

@@ -1,9 +1,11 @@
 #include <chrono>
 
 #include "core/experiment.h"
+#include "core/names.h"
 #include "core/paging.h"
 #include "core/regression.h"
 #include "server/api/convert.h"
+#include "server/api/request_limits.h"
 #include "server/api/services.h"
 #include "sys/files.h"
 
@@ -12,9 +14,11 @@ namespace {
 
 // The first line of every handler: the one check (server/api/auth.h) against core/auth.h's table.
 // `who` is the caller's identity; a refusal is returned as it is.
+// Then every field of the request within its size (server/api/request_limits.h).
 #define TUNECTL_AUTHORIZE(rpc)                                     \
   auto who = auth_->Check(ctx, "/tunectl.v1.TuningService/" #rpc); \
-  if (!who.ok()) return ToGrpc(who.status())
+  if (!who.ok()) return ToGrpc(who.status());                      \
+  if (Status limits = CheckRequestLimits(*req); !limits.ok()) return ToGrpc(limits)
 
 // Fills in why each queued run waits: its schedule's window, or the agents' labels, slots and
 // connection state.
@@ -189,7 +193,8 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRu
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext* ctx, const v1::ListAgentsRequest*,
+grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext* ctx,
+                                           const v1::ListAgentsRequest* req,
                                            v1::ListAgentsResponse* resp) {
   TUNECTL_AUTHORIZE(ListAgents);
   auto r = store_->ListAgents();
@@ -417,8 +422,7 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
   row.tz = req->tz().empty() ? "UTC" : req->tz();
   row.max_agents = req->max_agents();
   row.on_window_end = req->on_window_end().empty() ? "finish" : req->on_window_end();
-  if (row.name.empty() || row.name.size() > 63)
-    return ToGrpc(Status::InvalidArgument("schedule name: 1-63 characters, e.g. nightly"));
+  if (Status st = CheckScheduleName(row.name); !st.ok()) return ToGrpc(st);
   if (req->max_agents() < 0)
     return ToGrpc(Status::InvalidArgument("--max-agents: " + std::to_string(req->max_agents()) +
                                           " is negative; 0 = no limit"));
@@ -448,7 +452,7 @@ grpc::Status TuningServiceImpl::CreateSchedule(grpc::ServerContext* ctx,
 }
 
 grpc::Status TuningServiceImpl::ListSchedules(grpc::ServerContext* ctx,
-                                              const v1::ListSchedulesRequest*,
+                                              const v1::ListSchedulesRequest* req,
                                               v1::ListSchedulesResponse* resp) {
   TUNECTL_AUTHORIZE(ListSchedules);
   auto rows = store_->ListSchedules();
@@ -708,7 +712,7 @@ grpc::Status TuningServiceImpl::RevokeToken(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status TuningServiceImpl::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest*,
+grpc::Status TuningServiceImpl::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest* req,
                                        v1::WhoAmIResponse* resp) {
   TUNECTL_AUTHORIZE(WhoAmI);
   resp->set_name(who->name);

@@ -115,4 +115,88 @@ Result<int> ApplyMigrations(ConnectionPool& pool, const MigrationList& migration
   return applied;
 }
 
+namespace {
+
+// The append-only tables, from the schema's own triggers: (table, UPDATE refused, DELETE refused).
+// tgtype bits: 8 = DELETE, 16 = UPDATE.
+constexpr const char* kAppendOnlySql =
+    "SELECT c.relname, bool_or(t.tgtype & 16 <> 0), bool_or(t.tgtype & 8 <> 0) "
+    "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_namespace ns ON ns.oid = c.relnamespace JOIN pg_proc p ON p.oid = t.tgfoid "
+    "WHERE p.proname = 'tunectl_append_only' AND ns.nspname = current_schema() "
+    "GROUP BY c.relname ORDER BY c.relname";
+
+}  // namespace
+
+Status GrantServerRole(ConnectionPool& owner, const std::string& role) {
+  auto lease = owner.Acquire();
+  if (!lease.ok()) return lease.status();
+  try {
+    MigrationLock lock(**lease);  // one granting (or migrating) server at a time
+    pqxx::work w(**lease);
+    const std::string r = w.quote_name(role);
+    const std::string schema =
+        w.quote_name(w.exec1("SELECT current_schema()")[0].as<std::string>());
+    w.exec0("GRANT USAGE ON SCHEMA " + schema + " TO " + r);
+    w.exec0("REVOKE ALL ON ALL TABLES IN SCHEMA " + schema + " FROM " + r);
+    w.exec0("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + r);
+    w.exec0("GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + r);
+    w.exec0("REVOKE INSERT, UPDATE, DELETE ON schema_migrations FROM " + r);
+    for (const auto& row : w.exec(kAppendOnlySql)) {
+      const std::string table = w.quote_name(row[0].as<std::string>());
+      if (row[1].as<bool>()) w.exec0("REVOKE UPDATE ON " + table + " FROM " + r);
+      if (row[2].as<bool>()) w.exec0("REVOKE DELETE ON " + table + " FROM " + r);
+    }
+    w.commit();
+  } catch (const std::exception& e) {
+    return Status::Internal("cannot grant the server role " + role +
+                            " its privileges: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ServerRoleName(ConnectionPool& pool) {
+  auto lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  try {
+    pqxx::nontransaction n(**lease);
+    return n.exec1("SELECT current_user")[0].as<std::string>();
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("cannot read the server's database role: ") + e.what());
+  }
+}
+
+Result<std::vector<std::string>> ServerRoleWarnings(ConnectionPool& pool) {
+  auto lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  std::vector<std::string> out;
+  try {
+    pqxx::work w(**lease);
+    auto me = w.exec1("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user");
+    const std::string user = me[0].as<std::string>();
+    if (me[1].as<bool>()) {
+      out.push_back("the server's database role " + user +
+                    " is a superuser: it could disable the audit trail's triggers and rewrite it "
+                    "(audit verify would still find the change); give the server a role of its "
+                    "own and pass the owner's URL as --db-admin");
+      return out;
+    }
+    std::string owned;
+    for (const auto& row : w.exec(kAppendOnlySql)) {
+      auto t = w.exec_params1(
+          "SELECT pg_get_userbyid(relowner) = current_user FROM pg_class "
+          "WHERE relname = $1 AND relnamespace = current_schema()::regnamespace",
+          row[0].as<std::string>());
+      if (t[0].as<bool>()) owned += (owned.empty() ? "" : ", ") + row[0].as<std::string>();
+    }
+    if (!owned.empty())
+      out.push_back("the server's database role " + user + " owns " + owned +
+                    ": it could disable their append-only triggers; pass the owner's URL as "
+                    "--db-admin and give --db a role of its own (docs/security.md)");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("cannot read the server's database role: ") + e.what());
+  }
+  return out;
+}
+
 }  // namespace tunectl

@@ -22,4 +22,20 @@ const MigrationList& EmbeddedMigrations();
 // concurrently, from any number of servers: the advisory lock is held only during the call.
 Result<int> ApplyMigrations(ConnectionPool& pool, const MigrationList& migrations);
 
+// Gives `role` (the server's own login) what the server needs and no more, run by the owner of the
+// schema after ApplyMigrations: SELECT/INSERT/UPDATE/DELETE on the tables and the sequences, minus
+// what the schema's own append-only triggers forbid — a table whose UPDATE is refused by
+// tunectl_append_only() (the tuning log, the audit trail, its chain, spec revisions) gets SELECT
+// and INSERT only, one whose DELETE is refused (tokens) no DELETE — and no TRUNCATE, no DDL and
+// no write to schema_migrations anywhere. Idempotent; applied at every start, so a migration's
+// new table is covered.
+Status GrantServerRole(ConnectionPool& owner, const std::string& role);
+
+// What is wrong with the role `pool` connects as, for the server to say at start: a superuser,
+// or a role that owns the append-only tables, could rewrite the audit trail without a trace in
+// the database (only `audit verify` would find it). Empty when nothing is.
+// The role `pool` connects as (current_user).
+Result<std::string> ServerRoleName(ConnectionPool& pool);
+Result<std::vector<std::string>> ServerRoleWarnings(ConnectionPool& pool);
+
 }  // namespace tunectl

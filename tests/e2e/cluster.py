@@ -39,11 +39,12 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, server_args=(), agent_timeout=20):
+    def __init__(self, server_args=(), agent_timeout=20, data_dir=None):
         self.server_args = tuple(server_args)  # e.g. ("--clock-offset", "6h")
         self.agent_timeout = agent_timeout
         self.dir = tempfile.mkdtemp(prefix="tunectl-e2e-")
         os.chmod(self.dir, 0o755)  # the embedded PostgreSQL may run as another user
+        self.data_dir = data_dir or os.path.join(self.dir, "data")
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.http_port = free_port()
@@ -72,7 +73,7 @@ class Cluster:
         if os.path.exists(port_file):
             os.unlink(port_file)
         self.server = subprocess.Popen(
-            [os.path.join(BIN, "tunectl-server"), "--data-dir", os.path.join(self.dir, "data"),
+            [os.path.join(BIN, "tunectl-server"), "--data-dir", self.data_dir,
              "--listen", self.addr, "--port-file", port_file,
              "--agent-timeout", str(self.agent_timeout),
              "--http", f"127.0.0.1:{self.http_port}", *self.server_args],
@@ -108,11 +109,19 @@ class Cluster:
                                   for a in self.json("agent", "list")), what=f"agent {name}")
 
     def http_get(self, path):
-        """(status, body) of GET http://127.0.0.1:<http port><path> on the server."""
+        """(status, body) of GET <path> on the server's HTTP endpoint: HTTPS with the server's CA
+        (<data-dir>/tls/ca.pem), or plain HTTP when the server runs --insecure."""
+        import ssl
         import urllib.error
         import urllib.request
+        if "--insecure" in self.server_args:
+            url, ctx = f"http://127.0.0.1:{self.http_port}{path}", None
+        else:
+            url = f"https://127.0.0.1:{self.http_port}{path}"
+            ca = self.extra_env.get("TUNECTL_CA") or os.path.join(self.data_dir, "tls", "ca.pem")
+            ctx = ssl.create_default_context(cafile=ca)
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=10) as r:
+            with urllib.request.urlopen(url, timeout=10, context=ctx) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
@@ -131,7 +140,18 @@ class Cluster:
 
     # --- the embedded PostgreSQL, for outages ------------------------------------------------
     def pg_dir(self):
-        return os.path.join(self.dir, "data", "pg")
+        return os.path.join(self.data_dir, "pg")
+
+    def psql(self, statement, user="postgres", passfile=None):
+        """One statement over the embedded PostgreSQL's socket, logged in as `user` with the
+        password the server keeps in <data-dir>/pgpass (or `passfile`); the CompletedProcess."""
+        with open(os.path.join(self.pg_dir(), "data", "postmaster.pid")) as f:
+            lines = f.read().splitlines()
+        psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+        env = dict(os.environ, PGPASSFILE=passfile or os.path.join(self.data_dir, "pgpass"))
+        return subprocess.run([psql, "-w", "-h", lines[4], "-p", lines[3], "-U", user,
+                               "-d", "tunectl", "-v", "ON_ERROR_STOP=1", "-Atc", statement],
+                              capture_output=True, text=True, timeout=60, env=env)
 
     def pg_pids(self):
         """The embedded PostgreSQL's postmaster and every process it started."""

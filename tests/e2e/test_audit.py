@@ -30,13 +30,7 @@ class AuditE2E(unittest.TestCase):
 
     def sql(self, statement):
         """As the database superuser, over the embedded PostgreSQL's socket."""
-        with open(os.path.join(self.c.pg_dir(), "data", "postmaster.pid")) as f:
-            lines = f.read().splitlines()
-        port, sockdir = lines[3], lines[4]
-        psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
-        return subprocess.run([psql, "-h", sockdir, "-p", port, "-U", "postgres", "-d", "tunectl",
-                               "-v", "ON_ERROR_STOP=1", "-Atc", statement],
-                              capture_output=True, text=True, timeout=60)
+        return self.c.psql(statement)
 
     def record_and_seal(self, target):
         """A workload and a goal recorded (audit events), then sealed by the server."""

@@ -61,12 +61,7 @@ class AuthTest(unittest.TestCase):
         shutil.rmtree(cls.pki_dir, ignore_errors=True)
 
     def sql(self, statement):
-        with open(os.path.join(self.c.pg_dir(), "data", "postmaster.pid")) as f:
-            lines = f.read().splitlines()
-        psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
-        p = subprocess.run([psql, "-h", lines[4], "-p", lines[3], "-U", "postgres", "-d", "tunectl",
-                            "-v", "ON_ERROR_STOP=1", "-Atc", statement],
-                           capture_output=True, text=True, timeout=60)
+        p = self.c.psql(statement)
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
 
@@ -174,6 +169,16 @@ class AuthTest(unittest.TestCase):
 
         # The audit chain covers the refusals too, and still verifies.
         c.wait_for(lambda: c.json("audit", "verify")["ok"], timeout=60, what="a sealed chain")
+
+    def test_http_endpoint_is_https_with_the_servers_certificate(self):
+        import urllib.request
+        c = self.c
+        # cluster.http_get verifies the server against the test's CA
+        self.assertEqual(c.http_get("/healthz"), (200, "ok\n"))
+        with self.assertRaises(Exception):  # plain HTTP against the TLS endpoint gets no answer
+            urllib.request.urlopen(f"http://127.0.0.1:{c.http_port}/healthz", timeout=10)
+        with open(os.path.join(c.dir, "server.log"), errors="replace") as f:
+            self.assertIn("/metrics and /healthz on HTTPS port", f.read())
 
     def test_z_a_lost_local_admin_context_is_replaced_and_its_token_revoked(self):
         c = self.c

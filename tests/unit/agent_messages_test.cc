@@ -27,12 +27,14 @@ TEST(CheckAgentHello, RefusesEmptyLongOrControlNamesAndLabels) {
   EXPECT_THAT(CheckAgentHello(std::string(254, 'n'), 1, {}).message(),
               HasSubstr("is 254 bytes; allowed at most 253"));
   EXPECT_TRUE(CheckAgentHello(std::string(253, 'n'), 1, {}).ok());
-  EXPECT_THAT(CheckAgentHello("n", 1, {{std::string(256, 'k'), ""}}).message(),
-              HasSubstr("is 256 bytes; allowed at most 255"));
+  EXPECT_THAT(CheckAgentHello("n", 1, {{std::string(64, 'k'), ""}}).message(),
+              HasSubstr("is not a valid label key"));
+  EXPECT_TRUE(CheckAgentHello("n", 1, {{std::string(63, 'k'), std::string(63, 'v')}}).ok());
   EXPECT_THAT(CheckAgentHello("n\nfake log line", 1, {}).message(), HasSubstr("control character"));
-  EXPECT_THAT(CheckAgentHello("n", 1, {{"", "x"}}).message(), HasSubstr("Hello.labels key: empty"));
+  EXPECT_THAT(CheckAgentHello("n", 1, {{"", "x"}}).message(),
+              HasSubstr("Hello.labels: key \"\" is not a valid label key"));
   EXPECT_THAT(CheckAgentHello("n", 1, {{"pool", std::string("c\0pu", 4)}}).message(),
-              HasSubstr("Hello.labels[\"pool\"]"));
+              HasSubstr("Hello.labels[pool]: value \"c\\x00pu\""));
   LabelMap many;
   for (int i = 0; i < 65; ++i) many["k" + std::to_string(i)] = "v";
   EXPECT_THAT(CheckAgentHello("n", 1, many).message(), HasSubstr("65 labels; allowed at most 64"));

@@ -255,3 +255,16 @@ TEST(ClientConfig, RejectsUnknownFieldsNamingThem) {
 
 }  // namespace
 }  // namespace tunectl
+
+TEST(Auth, DsnHasPasswordFindsOneInEitherForm) {
+  using tunectl::DsnHasPassword;
+  EXPECT_TRUE(DsnHasPassword("postgresql://tunectl:s3cret@db.internal/tunectl"));
+  EXPECT_TRUE(DsnHasPassword("postgres://db/tunectl?sslmode=require&password=x"));
+  EXPECT_TRUE(DsnHasPassword("postgresql://db/tunectl?password=x"));
+  EXPECT_TRUE(DsnHasPassword("host=db user=tunectl password=x dbname=tunectl"));
+  EXPECT_TRUE(DsnHasPassword("password = x host=db"));
+  EXPECT_FALSE(DsnHasPassword("postgresql://tunectl@db.internal/tunectl"));
+  EXPECT_FALSE(DsnHasPassword("postgresql://db.internal/tunectl?sslmode=require"));
+  EXPECT_FALSE(DsnHasPassword("host=db user=tunectl passfile=/etc/tunectl/pgpass dbname=t"));
+  EXPECT_FALSE(DsnHasPassword("host=/tmp/sock user=password_keeper dbname=t"));
+}

@@ -286,6 +286,18 @@ TEST(CanonicalParamValue, NormalisesAndValidates) {
   EXPECT_EQ(*CanonicalParamValue(i, "-7"), "-7");
 }
 
+TEST(CanonicalParamValue, ABoolAcceptsExactlyTheFormsItsErrorLists) {
+  ParamSpec b{"pin_memory", ParamType::kBool, "false", {}, {}, {}, ""};
+  const std::string listed = CanonicalParamValue(b, "y").status().message();
+  EXPECT_THAT(listed, HasSubstr("allowed: true, false (also 1/0, yes/no, on/off, any case)"));
+  for (const char* t : {"true", "TRUE", "1", "yes", "Yes", "on", "ON"})
+    EXPECT_EQ(*CanonicalParamValue(b, t), "true") << t;
+  for (const char* f : {"false", "False", "0", "no", "NO", "off", "Off"})
+    EXPECT_EQ(*CanonicalParamValue(b, f), "false") << f;
+  for (const char* bad : {"y", "n", "t", "f", "2", "", "yes please"})
+    EXPECT_FALSE(CanonicalParamValue(b, bad).ok()) << bad;
+}
+
 TEST(ParseDurationMs, AcceptsUnitsAndRejectsGarbage) {
   EXPECT_EQ(*ParseDurationMs("10m"), 600000);
   EXPECT_EQ(*ParseDurationMs("1h30m"), 5400000);
