@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/tool_commands.h"
 #include "cli/views.h"
 #include "core/audit_chain.h"
 #include "core/auth.h"
@@ -804,6 +805,12 @@ int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
 
 }  // namespace
 
+int Execute(const Command& cmd, Client& client, const CliOptions& o, std::ostream& out,
+            std::ostream& err) {
+  if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  return cmd.run(client, o, out, err);
+}
+
 int ExitCode(const Status& s) {
   switch (s.code()) {
     case Status::Code::kOk: return 0;
@@ -898,6 +905,14 @@ const std::vector<Command>& Commands() {
       {"regress", "show",
        "the current config's run series, change points, recorded regressions, stability runs",
        &RegressShow},
+      {"version", "", "the client's version and the server's (also --version)", &VersionCmd},
+      {"context", "list", "the contexts of the client config (server, CA, whether a token)",
+       &ContextList, /*local=*/true},
+      {"context", "use", "make NAME the current context", &ContextUse, /*local=*/true},
+      {"completion", "", "shell completion: source <(tunectl completion bash|zsh)", &CompletionCmd,
+       /*local=*/true},
+      {"__complete", "", "names and ids for the completion script", &CompleteCmd, false,
+       /*hidden=*/true},
   };
   return k;
 }

@@ -14,11 +14,20 @@
 
 namespace tunectl {
 
+// One command as the completion script sees it: `noun verb` ("" = the noun alone), its flags
+// (--x), and what its positional argument names ("workload", "id", "context", "shell"; "" none).
+struct CompletionCommand {
+  std::string noun, verb;
+  std::vector<std::string> flags;
+  std::string positional;
+};
+
 struct CliOptions {
   std::string server = "127.0.0.1:7443";    // --server, or $TUNECTL_SERVER
   std::string output = "table";             // -o table|json|csv
   std::string file;                         // -f (workload apply; "-" = stdin)
-  std::string workload;                     // --workload
+  std::string workload;                     // --workload (or the positional, below)
+  std::string workload_positional;          // the workload as a positional argument
   int repeats = 0;                          // --repeats (0 = the workload's run policy)
   bool wait = false;                        // --wait
   std::string timeout;                      // --timeout for --wait ("" = none)
@@ -53,6 +62,7 @@ struct CliOptions {
   std::string role;                     // token create --role
   std::string agent;                    // token create --agent (role agent; default NAME)
   bool all = false;                     // token list --all
+  std::vector<CompletionCommand> completion;  // completion: the command tree main.cc built
 };
 
 using CommandFn = int (*)(Client& client, const CliOptions& o, std::ostream& out,
@@ -63,9 +73,16 @@ struct Command {
   const char* verb;  // "" = the noun is the command (tunectl log)
   const char* help;
   CommandFn run;
+  bool local = false;   // needs no server (context, completion): no endpoint is resolved
+  bool hidden = false;  // not in --help (__complete)
 };
 
 const std::vector<Command>& Commands();
+
+// Runs `cmd` after what every command shares: an -o the CLI does not know is refused (exit 2)
+// before anything reaches the server.
+int Execute(const Command& cmd, Client& client, const CliOptions& o, std::ostream& out,
+            std::ostream& err);
 
 int ExitCode(const Status& s);
 

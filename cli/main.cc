@@ -8,11 +8,79 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/tool_commands.h"
+#include "core/spec.h"
+
+namespace {
+
+// The subcommand of `level` named `word`, or nullptr.
+CLI::App* Subcommand(CLI::App* level, const std::string& word) {
+  for (CLI::App* sub : level->get_subcommands([](CLI::App*) { return true; }))
+    if (!sub->get_name().empty() && sub->check_name(word)) return sub;
+  return nullptr;
+}
+
+std::string PathOf(const CLI::App* level) {
+  std::string path;
+  for (; level; level = level->get_parent())
+    path = level->get_name() + (path.empty() ? "" : " " + path);
+  return path;
+}
+
+// Before CLI11 parses: a word that is not a command where a command is expected, or a flag that
+// the command (and its parents) does not have, is bad input with the nearest name, as kubectl and
+// git say it. "" when the words are fine (CLI11 then checks values and what is required).
+std::string CheckWords(CLI::App& app, int argc, char** argv) {
+  CLI::App* level = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 1 && arg[0] == '-') {
+      if (arg == "-h" || arg == "--help") return "";
+      const std::string name = arg.substr(0, arg.find('='));
+      const CLI::Option* opt = nullptr;
+      for (CLI::App* l = level; l && !opt; l = l->get_parent()) opt = l->get_option_no_throw(name);
+      if (!opt) {
+        std::vector<std::string> flags;
+        for (CLI::App* l = level; l; l = l->get_parent())
+          for (const CLI::Option* o : l->get_options())
+            for (const auto& n : o->get_lnames()) flags.push_back("--" + n);
+        std::string msg = "unknown flag " + name + " for \"" + PathOf(level) + "\"";
+        const std::string near = tunectl::NearestName(name, flags);
+        if (!near.empty()) msg += "; did you mean " + near + "?";
+        return msg + " (see " + PathOf(level) + " --help)";
+      }
+      if (arg.find('=') == std::string::npos && opt->get_items_expected_min() > 0) ++i;
+      continue;
+    }
+    std::vector<std::string> names;
+    for (CLI::App* sub :
+         level->get_subcommands([](CLI::App* a) { return !a->get_group().empty(); }))
+      if (!sub->get_name().empty()) names.push_back(sub->get_name());
+    if (names.empty()) continue;  // a positional argument of a leaf command
+    if (CLI::App* sub = Subcommand(level, arg)) {
+      level = sub;
+      continue;
+    }
+    std::string msg = "unknown command \"" + arg + "\" for \"" + PathOf(level) + "\"";
+    const std::string near = tunectl::NearestName(arg, names);
+    if (!near.empty()) msg += "; did you mean \"" + near + "\"?";
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    return msg + "\navailable: " + all;
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   tunectl::CliOptions o;
-  CLI::App app{"tunectl: hypothesis-driven performance tuning of training jobs"};
-  app.require_subcommand(1);
+  CLI::App app{"tunectl: hypothesis-driven performance tuning of training jobs", "tunectl"};
+  app.require_subcommand(0, 1);
+  app.fallthrough();  // --server, --context and -o anywhere on the line, as kubectl's flags
+  bool version = false;
+  app.add_flag("--version", version, "the client's and the server's version");
   tunectl::EndpointRequest ep;
   if (const char* s = std::getenv("TUNECTL_SERVER"); s && *s) ep.server = s;
   if (const char* c = std::getenv("TUNECTL_CONTEXT"); c && *c) ep.context = c;
@@ -29,7 +97,8 @@ int main(int argc, char** argv) {
     CLI::App*& noun = nouns[cmd.noun];
     if (!noun) {
       noun = app.add_subcommand(cmd.noun, std::string(cmd.noun) + " commands");
-      noun->require_subcommand(1);
+      noun->require_subcommand(0, 1);  // `tunectl experiment` alone: its verbs (help)
+      if (cmd.hidden) noun->group("");
     }
     const std::string_view n = cmd.noun, v = cmd.verb;
     CLI::App* sub = v.empty() ? noun : noun->add_subcommand(cmd.verb, cmd.help);
@@ -48,11 +117,15 @@ int main(int argc, char** argv) {
                       "message named (default: a new one)");
     if (n == "workload" && v == "apply")
       sub->add_option("-f,--file", o.file, "workload file (YAML or JSON; - for stdin)")->required();
-    if ((n == "baseline" && (v == "create" || v == "list")) || n == "hypothesis" ||
-        (n == "experiment" && (v == "run" || v == "list")) || n == "config" || n == "log")
+    // One convention: the workload positional or --workload, both accepted wherever one is named.
+    const bool names_workload = ((n == "baseline" || n == "experiment" || n == "hypothesis") &&
+                                 (v == "create" || v == "run" || v == "list")) ||
+                                n == "config" || n == "log" || (n == "regress" && v != "resolve") ||
+                                n == "goal" || (n == "batch" && v == "create");
+    if (names_workload) {
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
-    if (n == "config" || (n == "regress" && v != "resolve") || n == "goal")
-      sub->add_option("workload", o.workload, "workload name");
+      sub->add_option("workload", o.workload_positional, "workload name (or --workload)");
+    }
     if (n == "token" && (v == "create" || v == "revoke"))
       sub->add_option("name", o.name, "the token's name")->required();
     if (n == "token" && v == "create") {
@@ -61,6 +134,10 @@ int main(int argc, char** argv) {
                       "role agent: the one agent name the token may register as (default NAME)");
     }
     if (n == "token" && v == "list") sub->add_flag("--all", o.all, "include revoked tokens");
+    if (n == "context" && v == "use")
+      sub->add_option("name", o.name, "the context to make current")->required();
+    if (n == "completion") sub->add_option("shell", o.name, "bash or zsh")->required();
+    if (n == "__complete") sub->add_option("kind", o.name, "what to list")->required();
     if (n == "audit" && v == "verify")
       sub->add_option("--against", o.against,
                       "a head file written earlier by `tunectl audit head`: the chain must still "
@@ -120,7 +197,6 @@ int main(int argc, char** argv) {
                       "(stopped, run again in the next window)");
     }
     if (n == "batch" && v == "create") {
-      sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
       sub->add_option("--baseline", o.baseline, "baseline all experiments compare with");
       sub->add_option("--vary", o.vary, "NAME=V1,V2: one experiment per value (repeatable)")
           ->required();
@@ -174,21 +250,83 @@ int main(int argc, char** argv) {
                       "refused past 20000)");
     leaves.emplace_back(sub, &cmd);
   }
-  CLI11_PARSE(app, argc, argv);
+  if (const std::string bad = CheckWords(app, argc, argv); !bad.empty()) {
+    std::cerr << "error: " << bad << "\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    // CLI11 says "Could not convert: id = abc": name the field, the value and what is allowed.
+    std::string what = e.what();
+    const auto colon = what.find(": "), eq = what.find(" = ");
+    if (colon != std::string::npos && eq != std::string::npos && eq > colon)
+      what = what.substr(colon + 2, eq - colon - 2) + ": \"" + what.substr(eq + 3) +
+             "\" is not a valid number; allowed: a whole number, e.g. 12";
+    std::cerr << "error: " << what << "\n";
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    // Bad input, whatever CLI11 calls it (a missing value, a required flag, a value out of range).
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
   o.interactive = isatty(STDERR_FILENO);
 
+  // The command tree for `completion`: every leaf's flags and what its positional names.
   for (const auto& [sub, cmd] : leaves) {
-    if (!sub->parsed()) continue;
-    if (const CLI::Option* limit = sub->get_option_no_throw("--limit"))
+    tunectl::CompletionCommand c{cmd->noun, cmd->verb, {}, ""};
+    if (cmd->hidden) continue;
+    for (const CLI::Option* opt : sub->get_options()) {
+      for (const auto& l : opt->get_lnames()) c.flags.push_back("--" + l);
+      if (opt->get_positional() && c.positional.empty()) c.positional = opt->get_name();
+    }
+    o.completion.push_back(std::move(c));
+  }
+
+  const tunectl::Command* chosen = nullptr;
+  CLI::App* chosen_sub = nullptr;
+  for (const auto& [sub, cmd] : leaves)  // a noun with verbs is not a leaf: no ambiguity
+    if (sub->parsed()) chosen = cmd, chosen_sub = sub;
+  if (version) {
+    static const tunectl::Command kVersion{"version", "", "", &tunectl::VersionCmd};
+    chosen = &kVersion;
+  }
+  if (!chosen) {
+    // `tunectl` or `tunectl experiment` alone: what there is to run.
+    CLI::App* level = &app;
+    for (auto* n : app.get_subcommands()) level = n;
+    std::cout << level->help();
+    return 0;
+  }
+  if (chosen_sub) {
+    if (const CLI::Option* limit = chosen_sub->get_option_no_throw("--limit"))
       o.limit_given = limit->count() > 0;
-    auto endpoint = tunectl::ResolveEndpoint(ep);
-    if (!endpoint.ok()) {
-      std::cerr << "error: " << endpoint.status().message() << "\n";
+  }
+  if (!o.workload_positional.empty()) {
+    if (!o.workload.empty() && o.workload != o.workload_positional) {
+      std::cerr << "error: workload named twice: \"" << o.workload_positional
+                << "\" and --workload \"" << o.workload << "\"; give one\n";
       return 2;
     }
-    o.server = endpoint->server;
-    auto client = tunectl::Client::Connect(*endpoint);
-    return cmd->run(*client, o, std::cout, std::cerr);
+    o.workload = o.workload_positional;
   }
-  return 2;
+  if (chosen->local) {
+    tunectl::Endpoint none;
+    none.server = o.server;
+    auto client = tunectl::Client::Connect(none);
+    return tunectl::Execute(*chosen, *client, o, std::cout, std::cerr);
+  }
+  auto endpoint = tunectl::ResolveEndpoint(ep);
+  if (!endpoint.ok()) {
+    if (std::string_view(chosen->noun) == "__complete") return 0;
+    std::cerr << "error: " << endpoint.status().message() << "\n";
+    return 2;
+  }
+  o.server = endpoint->server;
+  auto client = tunectl::Client::Connect(*endpoint);
+  return tunectl::Execute(*chosen, *client, o, std::cout, std::cerr);
 }
