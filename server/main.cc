@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
     token.db_admin = opts.db_admin;
     token.data_dir = opts.data_dir;
     token.pg_bin = opts.pg_bin;
-    auto r = tunectl::RunTokenTool(token);
+    auto r = tunectl::RunTokenTool(
+        token, [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); });
     if (!r.ok()) {
       std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
       return r.status().code() == tunectl::Status::Code::kInvalidArgument ? 2 : 1;

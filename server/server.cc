@@ -254,14 +254,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   auto pool = ConnectionPool::Open(dsn, 16);
   if (!pool.ok()) return pool.status();
   s->pool_ = std::move(*pool);
-  auto applied = ApplyMigrations(owner ? *owner : *s->pool_, EmbeddedMigrations());
+  auto applied = PrepareDatabase(*s->pool_, owner.get());
   if (!applied.ok()) return applied.status();
   if (*applied > 0) log(LogLevel::kInfo, "applied " + std::to_string(*applied) + " migration(s)");
-  if (owner) {
-    auto role = ServerRoleName(*s->pool_);
-    if (!role.ok()) return role.status();
-    if (auto st = GrantServerRole(*owner, *role); !st.ok()) return st;
-  }
   auto warnings = ServerRoleWarnings(*s->pool_);
   if (!warnings.ok()) return warnings.status();
   for (const auto& w : *warnings) log(LogLevel::kWarn, w);

@@ -72,7 +72,8 @@ Result<TokenToolOutput> Act(Store& store, const TokenToolOptions& o) {
 
 }  // namespace
 
-Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& o) {
+Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& o,
+                                     const std::function<void(const std::string&)>& progress) {
   if ((o.verb == "create" || o.verb == "revoke") && o.name.empty())
     return Status::InvalidArgument("--name: required for token " + o.verb);
   SystemClock clock;
@@ -87,7 +88,8 @@ Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& o) {
     bool running = false;
     {
       auto lock = FileLock::Acquire(e.data_dir + "/server.lock");
-      running = !lock.ok();
+      // Held: a server runs there. Not even openable (no data dir yet): nothing runs there.
+      running = !lock.ok() && lock.status().code() == Status::Code::kFailedPrecondition;
     }
     if (running) {  // beside the running server: its PostgreSQL, its schema
       auto d = EmbeddedPostgres::DsnOfRunning(e);
@@ -95,7 +97,8 @@ Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& o) {
       dsn = *d;
       beside_server = true;
     } else {
-      auto started = EmbeddedPostgres::Start(e, *launcher, [](const std::string&) {});
+      progress("no server runs on " + e.data_dir + ": starting its PostgreSQL for this call");
+      auto started = EmbeddedPostgres::Start(e, *launcher, progress);
       if (!started.ok()) return started.status();
       pg = std::move(*started);
       dsn = pg->dsn();
@@ -104,16 +107,14 @@ Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& o) {
   }
   auto pool = ConnectionPool::Open(dsn, 1);
   if (!pool.ok()) return pool.status();
-  if (!admin.empty()) {  // a database no server has prepared yet
-    auto owner = ConnectionPool::Open(admin, 1);
-    if (!owner.ok()) return owner.status();
-    auto applied = ApplyMigrations(**owner, EmbeddedMigrations());
-    if (!applied.ok()) return applied.status();
-    auto role = ServerRoleName(**pool);
-    if (!role.ok()) return role.status();
-    if (auto st = GrantServerRole(**owner, *role); !st.ok()) return st;
-  } else if (!beside_server) {
-    auto applied = ApplyMigrations(**pool, EmbeddedMigrations());
+  if (!beside_server) {  // a database no running server has prepared: as the server would
+    std::unique_ptr<ConnectionPool> owner;
+    if (!admin.empty()) {
+      auto opened = ConnectionPool::Open(admin, 1);
+      if (!opened.ok()) return Status::Unavailable("--db-admin: " + opened.status().message());
+      owner = std::move(*opened);
+    }
+    auto applied = PrepareDatabase(**pool, owner.get());
     if (!applied.ok()) return applied.status();
   }
   Store store(pool->get(), &clock);

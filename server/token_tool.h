@@ -4,6 +4,7 @@
 // a stopped data directory (started for the call, migrated, stopped).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -29,6 +30,8 @@ struct TokenToolOutput {
   std::string out;
   std::string note;  // for stderr
 };
-Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& opts);
+// `progress` hears each slow step (starting the embedded PostgreSQL of a stopped data dir).
+Result<TokenToolOutput> RunTokenTool(const TokenToolOptions& opts,
+                                     const std::function<void(const std::string&)>& progress);
 
 }  // namespace tunectl

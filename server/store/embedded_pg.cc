@@ -78,6 +78,17 @@ Result<CommandResult> EmbeddedPostgres::Pg(const std::vector<std::string>& argv)
   return RunCommand(launcher_, s);
 }
 
+Status EmbeddedPostgres::WriteAsPg(const std::string& file, const std::string& text, bool append) {
+  // Written by PostgreSQL's own user, so the file's owner stays right; the text is an argument,
+  // never part of the shell's script.
+  auto w = Pg({"sh", "-c", append ? "printf '%s' \"$1\" >> \"$0\"" : "printf '%s' \"$1\" > \"$0\"",
+               pgdata_ + "/" + file, text});
+  if (!w.ok()) return w.status();
+  if (!w->status.ok())
+    return Status::Internal("cannot write " + pgdata_ + "/" + file + ": " + w->output);
+  return Status::Ok();
+}
+
 Status EmbeddedPostgres::Chown(const std::string& path) {
   if (!as_root_) return Status::Ok();
   if (chown(path.c_str(), static_cast<uid_t>(pg_uid_), static_cast<gid_t>(pg_gid_)) != 0)
@@ -179,16 +190,10 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     std::string conf =
         "\n# tunectl embedded settings\nlisten_addresses = ''\nport = " + std::to_string(o.port) +
         "\nunix_socket_permissions = 0700\nmax_connections = 60\nshared_buffers = 128MB\n";
-    // Written by the owner (postgres) so file ownership stays right.
-    auto w = pg->Pg(
-        {"sh", "-c", "cat >> \"$0\" <<'EOF'\n" + conf + "EOF\n", pg->pgdata_ + "/postgresql.conf"});
-    if (!w.ok() || !w->status.ok()) return Status::Internal("cannot write postgresql.conf");
+    if (auto s = pg->WriteAsPg("postgresql.conf", conf, /*append=*/true); !s.ok()) return s;
   }
-  if (!legacy_trust) {
-    auto w = pg->Pg({"sh", "-c", "cat > \"$0\" <<'EOF'\n" + std::string(kHba) + "EOF\n",
-                     pg->pgdata_ + "/pg_hba.conf"});
-    if (!w.ok() || !w->status.ok()) return Status::Internal("cannot write pg_hba.conf");
-  }
+  if (!legacy_trust)
+    if (auto s = pg->WriteAsPg("pg_hba.conf", kHba, /*append=*/false); !s.ok()) return s;
   if (fs::exists(pg->pgdata_ + "/postmaster.pid")) {
     // We hold the data-dir lock, so this PostgreSQL was left by a server that died.
     progress("stopping PostgreSQL left running by a previous server");
@@ -219,9 +224,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
         pqxx::nontransaction n(c);
         n.exec0("ALTER ROLE postgres PASSWORD " + n.quote(su_pw));
       }
-      auto w = pg->Pg({"sh", "-c", "cat > \"$0\" <<'EOF'\n" + std::string(kHba) + "EOF\n",
-                       pg->pgdata_ + "/pg_hba.conf"});
-      if (!w.ok() || !w->status.ok()) return Status::Internal("cannot write pg_hba.conf");
+      if (auto s = pg->WriteAsPg("pg_hba.conf", kHba, /*append=*/false); !s.ok()) return s;
       pqxx::connection c(MakeDsn(pg->sock_, o.port, "postgres", "postgres", passfile));
       pqxx::nontransaction n(c);
       n.exec("SELECT pg_reload_conf()");

@@ -54,6 +54,8 @@ class EmbeddedPostgres {
       : opts_(std::move(o)), launcher_(l), lock_(std::move(lock)) {}
   Result<CommandResult> Pg(const std::vector<std::string>& argv);
   Status Chown(const std::string& path);
+  // Writes (or appends to) `file` in the data directory as PostgreSQL's user.
+  Status WriteAsPg(const std::string& file, const std::string& text, bool append);
 
   EmbeddedPgOptions opts_;
   ProcessLauncher& launcher_;

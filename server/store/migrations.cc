@@ -155,6 +155,15 @@ Status GrantServerRole(ConnectionPool& owner, const std::string& role) {
   return Status::Ok();
 }
 
+Result<int> PrepareDatabase(ConnectionPool& server, ConnectionPool* owner) {
+  auto applied = ApplyMigrations(owner ? *owner : server, EmbeddedMigrations());
+  if (!applied.ok() || !owner) return applied;
+  auto role = ServerRoleName(server);
+  if (!role.ok()) return role.status();
+  if (Status st = GrantServerRole(*owner, *role); !st.ok()) return st;
+  return applied;
+}
+
 Result<std::string> ServerRoleName(ConnectionPool& pool) {
   auto lease = pool.Acquire();
   if (!lease.ok()) return lease.status();

@@ -34,6 +34,12 @@ Status GrantServerRole(ConnectionPool& owner, const std::string& role);
 // What is wrong with the role `pool` connects as, for the server to say at start: a superuser,
 // or a role that owns the append-only tables, could rewrite the audit trail without a trace in
 // the database (only `audit verify` would find it). Empty when nothing is.
+// The schema brought up to date and the server's role to its privileges, as the server and
+// `tunectl-server token` both do at start: with `owner` (the schema owner's pool) the migrations
+// run as the owner and the role `server` connects as gets GrantServerRole; without, they run as
+// `server`. Returns the number of migrations applied.
+Result<int> PrepareDatabase(ConnectionPool& server, ConnectionPool* owner);
+
 // The role `pool` connects as (current_user).
 Result<std::string> ServerRoleName(ConnectionPool& pool);
 Result<std::vector<std::string>> ServerRoleWarnings(ConnectionPool& pool);

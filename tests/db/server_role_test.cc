@@ -113,6 +113,27 @@ TEST(ServerRole, RunsTheStoreButCannotRewriteTheLogOrTheAuditTrail) {
   EXPECT_NE(db->Scalar("SELECT count(*) FROM audit_events"), "0");
 }
 
+TEST(ServerRole, PrepareDatabaseMigratesAsTheOwnerThenGrantsTheServer) {
+  TUNECTL_TEST_EMPTY_DB(db);
+  TestRole role(*db);
+  auto server = ConnectionPool::Open(role.dsn(), 1);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto applied = PrepareDatabase(**server, &db->pool());
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ(*applied, static_cast<int>(EmbeddedMigrations().size()));
+  EXPECT_EQ(db->Scalar("SELECT count(DISTINCT pg_get_userbyid(relowner)) FROM pg_class WHERE "
+                       "relnamespace = 'public'::regnamespace AND relkind = 'r' AND "
+                       "pg_get_userbyid(relowner) = '" +
+                       role.name() + "'"),
+            "0");  // the server role owns nothing
+  EXPECT_EQ(ErrorOf(role.dsn(), "SELECT count(*) FROM tokens"), "");
+  EXPECT_THAT(ErrorOf(role.dsn(), "UPDATE tuning_log SET actor = actor"),
+              HasSubstr("permission denied"));
+  auto again = PrepareDatabase(**server, &db->pool());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+}
+
 TEST(ServerRole, GrantingTwiceChangesNothing) {
   TUNECTL_TEST_DB(db);
   TestRole role(*db);

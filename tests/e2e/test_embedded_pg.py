@@ -103,6 +103,55 @@ class EmbeddedPgTest(unittest.TestCase):
         self.assertIn("Bad Name", bad.stderr)
 
 
+class StoppedDataDirTest(unittest.TestCase):
+    def test_server_token_create_on_a_data_dir_no_server_runs_on(self):
+        base = tempfile.mkdtemp(prefix="tunectl-e2e-stopped-")
+        os.chmod(base, 0o755)
+        data = os.path.join(base, "data")
+        server = os.path.join(BIN, "tunectl-server")
+        p = subprocess.run([server, "token", "create", "--name", "first-admin", "--role", "admin",
+                            "--data-dir", data], capture_output=True, text=True, timeout=180)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout.strip(), r"^tct_[0-9a-f]{64}$")
+        self.assertIn("starting its PostgreSQL for this call", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(data, "pg", "data", "postmaster.pid")),
+                         "the PostgreSQL started for the call is still running")
+        listed = subprocess.run([server, "token", "list", "--data-dir", data], capture_output=True,
+                                text=True, timeout=180)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn("first-admin\tadmin", listed.stdout)
+
+
+class TrustDataDirTest(unittest.TestCase):
+    def test_a_data_dir_made_with_trust_is_switched_to_passwords(self):
+        """What an older tunectl made: initdb -A trust, the socket in <data-dir>/pg/sock."""
+        base = tempfile.mkdtemp(prefix="tunectl-e2e-trust-")
+        os.chmod(base, 0o755)
+        data = os.path.join(base, "data")
+        pg = os.path.join(data, "pg")
+        os.makedirs(os.path.join(pg, "sock"))
+        os.chmod(data, 0o755)
+        for d in (pg, os.path.join(pg, "sock")):
+            os.chmod(d, 0o700)
+        as_pg = []
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", "postgres", pg], check=True)
+            as_pg = ["runuser", "-u", "postgres", "--"]
+        subprocess.run([*as_pg, "/usr/lib/postgresql/15/bin/initdb", "-D",
+                        os.path.join(pg, "data"), "-U", "postgres", "-A", "trust"],
+                       check=True, capture_output=True, timeout=120)
+        c = Cluster(data_dir=data)
+        try:
+            with open(os.path.join(pg, "data", "pg_hba.conf")) as f:
+                self.assertNotIn(" trust", f.read())
+            p = c.psql("SELECT 1", passfile=os.devnull)
+            self.assertNotEqual(p.returncode, 0, "postgres logged in without a password")
+            self.assertEqual(c.psql("SELECT 1").stdout.strip(), "1")
+            self.assertIn("switching the embedded PostgreSQL from trust", c.log("server.log"))
+        finally:
+            c.close()
+
+
 class LongPathTest(unittest.TestCase):
     def test_a_long_data_dir_gets_a_fresh_random_socket_directory(self):
         base = tempfile.mkdtemp(prefix="tunectl-e2e-long-")
