@@ -60,7 +60,7 @@ Result<std::string> RenderCompletion(const std::string& shell,
     << " --server --context --version --help\" -- \"$cur\")); return\n"
        "  fi\n"
        "  case \"$prev\" in\n"
-       "    -o|--output) COMPREPLY=($(compgen -W \"table json csv name\" -- \"$cur\")); return ;;\n"
+       "    -o|--output) COMPREPLY=($(compgen -W \"table json csv\" -- \"$cur\")); return ;;\n"
        "    --workload) COMPREPLY=($(compgen -W \"$(_tunectl_ids workloads)\" -- \"$cur\")); "
        "return ;;\n"
        "    --baseline) COMPREPLY=($(compgen -W \"$(_tunectl_ids baselines)\" -- \"$cur\")); "

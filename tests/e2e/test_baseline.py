@@ -206,15 +206,25 @@ class BaselineE2E(unittest.TestCase):
 
     def test_8_agent_restart_while_server_is_down_keeps_finished_results(self):
         c = self.c
+        # The job waits for a file before it exits, so it cannot finish (and be delivered) before
+        # the server is down, however slowly a sanitizer build stops the server.
+        gate = os.path.join(c.dir, "spool-gate")
         text = demo_variant("name: demo", "name: demo-spool")
-        text = demo_variant("steps:           {type: int, default: 60",
-                            "steps:           {type: int, default: 200", text)
+        text = demo_variant(
+            'command: ["python3", "examples/demo/train.py", "--num-workers", "{num_workers}",\n'
+            '          "--prefetch-factor", "{prefetch_factor}", "--steps", "{steps}"]',
+            'command: ["sh", "-c", "python3 examples/demo/train.py --num-workers {num_workers} '
+            '--prefetch-factor {prefetch_factor} --steps {steps} && '
+            f'while [ ! -e {gate} ]; do sleep 0.1; done"]', text)
         c.cli("workload", "apply", "-f", c.write("spool.yaml", text))
         bid = int(c.cli("baseline", "create", "--workload", "demo-spool", "--repeats", "1").stdout)
         c.wait_for(lambda: c.items("run", "list", "--baseline", str(bid))[0]["state"] == "running",
                    what="the run to start")
         rid = c.items("run", "list", "--baseline", str(bid))[0]["id"]
         c.stop_server()
+        self.assertNotIn(f"run {rid} finished", c.log("agent-node-1.log"))
+        with open(gate, "w"):
+            pass
         # The job finishes while the server is down; then the agent itself is restarted.
         c.wait_for(lambda: f"run {rid} finished" in c.log("agent-node-1.log"), timeout=60,
                    what="the job to finish on the agent")
