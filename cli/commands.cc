@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -68,15 +69,51 @@ Result<int64_t> WaitTimeout(const CliOptions& o) {
   return *t;
 }
 
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void OnInterrupt(int) {
+  g_interrupted = 1;
+}
+
+// SIGINT sets g_interrupted while it lives (the previous handler is put back after).
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted = 0;
+    previous_ = std::signal(SIGINT, OnInterrupt);
+  }
+  ~InterruptScope() { std::signal(SIGINT, previous_); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  void (*previous_)(int);
+};
+
+// What a wait is for: `what` ("experiment 7") keeps running on the server when the wait ends
+// early; `follow` is the command that waits for it again, `stop` the one that stops it.
+struct WaitFor {
+  std::string what, follow, stop;
+};
+
 // Polls every 500 ms until `poll` reports done, showing its progress line on stderr (redrawn in
 // place on a terminal, a new line per change otherwise). `poll(elapsed_s, &line)` returns true
-// when done. Returns 0, or the exit code of an error or of the --timeout.
+// when done. Returns 0, or the exit code of an error, of the --timeout (1) or of Ctrl-C (130),
+// the last two saying that the work goes on and how to follow it again.
 template <typename Poll>
-int WaitWithProgress(const CliOptions& o, std::ostream& err, int64_t timeout_ms,
-                     const std::string& what, Poll poll) {
+int WaitWithProgress(const CliOptions& o, std::ostream& err, int64_t timeout_ms, const WaitFor& w,
+                     Poll poll) {
   const auto start = std::chrono::steady_clock::now();
+  const InterruptScope interrupt;
+  const std::string goes_on = w.what +
+                              " keeps running on the server; follow it again: " + w.follow +
+                              (w.stop.empty() ? "" : "; stop it: " + w.stop);
   std::string last;
   for (;;) {
+    if (g_interrupted) {
+      if (o.interactive) err << "\n";
+      err << "interrupted: only the waiting stopped; " << goes_on << "\n";
+      return 130;
+    }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line;
@@ -84,19 +121,59 @@ int WaitWithProgress(const CliOptions& o, std::ostream& err, int64_t timeout_ms,
     if (!done.ok()) return Fail(err, done.status());
     if (o.interactive)
       err << "\r\033[K" << line << std::flush;
-    else if (line.substr(0, line.find('[')) != last.substr(0, last.find('[')))
+    else if (line.substr(0, line.rfind(" [")) != last.substr(0, last.rfind(" [")))
       err << line << "\n";
     last = line;
     if (*done) break;
     if (timeout_ms && elapsed * 1000 > static_cast<double>(timeout_ms)) {
       if (o.interactive) err << "\n";
-      err << "error: --timeout " << o.timeout << " reached; " << what << " keeps running\n";
+      err << "error: --timeout " << o.timeout << " reached; " << goes_on << "\n";
       return 1;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int i = 0; i < 5 && !g_interrupted; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (o.interactive) err << "\n";
   return 0;
+}
+
+// Waits for baseline `cur` to finish, showing progress; `cur` ends as last seen.
+int WaitBaseline(Client& c, const CliOptions& o, std::ostream& err, int64_t timeout_ms,
+                 v1::Baseline* cur) {
+  const int64_t bid = cur->id();
+  const std::string id = std::to_string(bid);
+  const WaitFor what{"baseline " + id, "tunectl baseline show " + id + " --wait",
+                     "tunectl baseline cancel " + id};
+  return WaitWithProgress(o, err, timeout_ms, what,
+                          [&](double elapsed, std::string* line) -> Result<bool> {
+                            auto now = c.GetBaseline(bid);
+                            if (!now.ok()) return now.status();
+                            *cur = *now;
+                            v1::ListRunsRequest list;
+                            list.set_baseline_id(bid);
+                            list.set_all(true);  // a baseline has at most 1000 runs
+                            auto runs = c.ListRuns(list);
+                            if (!runs.ok()) return runs.status();
+                            *line = BaselineProgress(*cur, *runs, elapsed);
+                            return cur->state() != "running";
+                          });
+}
+
+// Waits for experiment `cur` to be decided, showing each arm and the estimate so far.
+int WaitExperiment(Client& c, const CliOptions& o, std::ostream& err, int64_t timeout_ms,
+                   v1::Experiment* cur) {
+  const int64_t eid = cur->id();
+  const std::string id = std::to_string(eid);
+  const WaitFor what{"experiment " + id, "tunectl experiment show " + id + " --wait",
+                     "tunectl experiment cancel " + id};
+  return WaitWithProgress(o, err, timeout_ms, what,
+                          [&](double elapsed, std::string* line) -> Result<bool> {
+                            auto now = c.GetExperiment(eid);
+                            if (!now.ok()) return now.status();
+                            *cur = *now;
+                            *line = ExperimentProgress(*cur, elapsed);
+                            return cur->state() != "running";
+                          });
 }
 
 int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -186,21 +263,7 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
     return 0;
   }
   v1::Baseline cur = *b;
-  const std::string what = "baseline " + std::to_string(b->id()) + " (tunectl baseline show " +
-                           std::to_string(b->id()) + ")";
-  int waited = WaitWithProgress(o, err, *timeout_ms, what,
-                                [&](double elapsed, std::string* line) -> Result<bool> {
-                                  auto now = c.GetBaseline(b->id());
-                                  if (!now.ok()) return now.status();
-                                  cur = *now;
-                                  v1::ListRunsRequest list;
-                                  list.set_baseline_id(b->id());
-                                  list.set_all(true);  // a baseline has at most 1000 runs
-                                  auto runs = c.ListRuns(list);
-                                  if (!runs.ok()) return runs.status();
-                                  *line = BaselineProgress(cur, *runs, elapsed);
-                                  return cur.state() != "running";
-                                });
+  int waited = WaitBaseline(c, o, err, *timeout_ms, &cur);
   if (waited != 0) return waited;
   int rc = ShowBaseline(cur, o, out, err);
   if (rc == 0 && cur.state() == "completed" && o.output != "json" && o.output != "csv") {
@@ -220,8 +283,12 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 }
 
 int BaselineShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto timeout_ms = WaitTimeout(o);
+  if (!timeout_ms.ok()) return Fail(err, timeout_ms.status());
   auto b = c.GetBaseline(o.id);
   if (!b.ok()) return Fail(err, b.status());
+  if (o.wait && b->state() == "running")
+    if (int waited = WaitBaseline(c, o, err, *timeout_ms, &*b); waited != 0) return waited;
   return ShowBaseline(*b, o, out, err);
 }
 
@@ -353,23 +420,18 @@ int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
     return 0;
   }
   v1::Experiment cur = *e;
-  const std::string what = "experiment " + std::to_string(e->id()) + " (tunectl experiment show " +
-                           std::to_string(e->id()) + ")";
-  int waited = WaitWithProgress(o, err, *timeout_ms, what,
-                                [&](double elapsed, std::string* line) -> Result<bool> {
-                                  auto now = c.GetExperiment(e->id());
-                                  if (!now.ok()) return now.status();
-                                  cur = *now;
-                                  *line = ExperimentProgress(cur, elapsed);
-                                  return cur.state() != "running";
-                                });
+  int waited = WaitExperiment(c, o, err, *timeout_ms, &cur);
   if (waited != 0) return waited;
   return ShowOne(cur, o, out, err, &ExperimentJson, &ExperimentDetail);
 }
 
 int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto timeout_ms = WaitTimeout(o);
+  if (!timeout_ms.ok()) return Fail(err, timeout_ms.status());
   auto e = c.GetExperiment(o.id);
   if (!e.ok()) return Fail(err, e.status());
+  if (o.wait && e->state() == "running")
+    if (int waited = WaitExperiment(c, o, err, *timeout_ms, &*e); waited != 0) return waited;
   if (o.output == "csv") {
     out << RenderCsv(VerdictTable(*e));
     return 0;
@@ -728,7 +790,10 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
       << "; judged within itself when it ends (tunectl regress show " << o.workload << ")\n";
   v1::StabilityRun cur = *s;
   if (o.wait) {
-    const std::string what = "stability run " + std::to_string(s->run_id());
+    const WaitFor what{"stability run " + std::to_string(s->run_id()),
+                       "tunectl regress show " + o.workload + " (or: tunectl run show " +
+                           std::to_string(s->run_id()) + ")",
+                       ""};
     int waited =
         WaitWithProgress(o, err, 0, what, [&](double elapsed, std::string* line) -> Result<bool> {
           v1::GetRegressionRequest get;
@@ -737,7 +802,8 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
           if (!r.ok()) return r.status();
           for (const auto& x : r->stability())
             if (x.run_id() == s->run_id()) cur = x;
-          *line = StabilityProgress(cur, elapsed);
+          auto run = c.GetRun(s->run_id());
+          *line = StabilityProgress(cur, run.ok() ? &*run : nullptr, r->metric(), elapsed);
           return cur.verdict() != "pending";
         });
     if (waited != 0) return waited;

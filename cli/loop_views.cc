@@ -321,6 +321,41 @@ ojson VerdictOf(const v1::Experiment& e) {
   return v.is_object() ? v : ojson::object();
 }
 
+namespace {
+
+// "2 done, 1 running, 3 queued" (a count of 0 left out; "none yet" when all are 0).
+std::string ArmLine(const v1::ArmProgress& a) {
+  std::vector<std::string> parts;
+  if (a.succeeded()) parts.push_back(std::to_string(a.succeeded()) + " done");
+  if (a.failed()) parts.push_back(std::to_string(a.failed()) + " failed");
+  if (a.active()) parts.push_back(std::to_string(a.active()) + " running");
+  if (a.queued()) parts.push_back(std::to_string(a.queued()) + " queued");
+  if (a.cancelled()) parts.push_back(std::to_string(a.cancelled()) + " cancelled");
+  std::string out;
+  for (const auto& x : parts) out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? "none yet" : out;
+}
+
+ojson ArmJson(const v1::ArmProgress& a) {
+  return {{"queued", a.queued()}, {"active", a.active()},       {"succeeded", a.succeeded()},
+          {"failed", a.failed()}, {"cancelled", a.cancelled()}, {"compared", a.compared()}};
+}
+
+// The primary metric's interim estimate in one phrase, or why there is none yet.
+std::string InterimPhrase(const v1::Experiment& e) {
+  const std::string look = std::to_string(e.interim_pairs()) + " usable pair(s), first look at " +
+                           std::to_string(e.min_pairs());
+  for (const auto& m : e.interim()) {
+    if (m.metric() != e.primary() || m.n_control() < 2 || m.n_variant() < 2 || m.ci_high() <= 0)
+      continue;
+    return m.metric() + " " + FormatEffect(m.ratio()) + " " + FormatCi(m.ci_low(), m.ci_high()) +
+           " so far on " + look;
+  }
+  return "no estimate yet: " + look;
+}
+
+}  // namespace
+
 ojson ExperimentJson(const v1::Experiment& e) {
   const ojson verdict = VerdictOf(e);
   ojson j;
@@ -344,6 +379,27 @@ ojson ExperimentJson(const v1::Experiment& e) {
                {"done", e.runs_done()},
                {"failed", e.runs_failed()},
                {"active", e.runs_active()}};
+  j["arms"] = {{"control", ArmJson(e.control_arm())}, {"variant", ArmJson(e.variant_arm())}};
+  if (e.state() == "running") {
+    // The estimate so far from the finished runs: each metric's CI at the boundary for the pairs
+    // it compares. Not a decision; null before the arms have values.
+    ojson im = ojson::array();
+    for (const auto& m : e.interim()) {
+      const bool have = m.n_control() >= 2 && m.n_variant() >= 2 && m.ci_high() > 0;
+      im.push_back({{"metric", m.metric()},
+                    {"n_control", m.n_control()},
+                    {"n_variant", m.n_variant()},
+                    {"control_median", have ? ojson(m.control_median()) : ojson(nullptr)},
+                    {"variant_median", have ? ojson(m.variant_median()) : ojson(nullptr)},
+                    {"ratio", have ? ojson(m.ratio()) : ojson(nullptr)},
+                    {"ci_low", have ? ojson(m.ci_low()) : ojson(nullptr)},
+                    {"ci_high", have ? ojson(m.ci_high()) : ojson(nullptr)}});
+    }
+    j["interim"] = {{"usable_pairs", e.interim_pairs()},
+                    {"min_pairs", e.min_pairs()},
+                    {"ci", e.interim_ci()},
+                    {"metrics", im}};
+  }
   j["agent"] = e.agent();
   if (!e.placement().empty()) j["placement"] = e.placement();
   if (!e.goal_note().empty()) j["goal"] = e.goal_note();
@@ -477,6 +533,23 @@ std::string ExperimentDetail(const v1::Experiment& e) {
   if (e.runs_active()) out += ", " + std::to_string(e.runs_active()) + " active";
   if (!e.agent().empty()) out += ", on " + e.agent();
   out += "\n";
+  if (e.state() == "running") {
+    out += "control: " + ArmLine(e.control_arm()) + "\nvariant: " + ArmLine(e.variant_arm()) +
+           "\ninterim (not a decision): " + InterimPhrase(e) +
+           (e.interim_ci().empty() ? "" : "; CI: " + e.interim_ci()) + "\n";
+    if (e.interim_size()) {
+      Table t{{"metric", "n", "control", "variant", "effect", "ci so far"}, {}};
+      for (const auto& m : e.interim()) {
+        const bool have = m.n_control() >= 2 && m.n_variant() >= 2 && m.ci_high() > 0;
+        t.rows.push_back(
+            {m.metric(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
+             have ? FormatNumber(m.control_median()) : "-",
+             have ? FormatNumber(m.variant_median()) : "-", have ? FormatEffect(m.ratio()) : "-",
+             have ? FormatCi(m.ci_low(), m.ci_high()) : "-"});
+      }
+      out += RenderTable(t) + "\n";
+    }
+  }
   if (!e.placement().empty()) out += "placed: " + e.placement() + "\n";
   if (!e.goal_note().empty()) out += e.goal_note() + "\n";
   if (!e.again_reason().empty()) out += "tested again: " + e.again_reason() + "\n";
@@ -540,13 +613,10 @@ std::string ExperimentDetail(const v1::Experiment& e) {
 }
 
 std::string ExperimentProgress(const v1::Experiment& e, double elapsed_s) {
-  char el[32];
-  std::snprintf(el, sizeof el, "%.0fs", elapsed_s);
-  std::string out = "experiment " + std::to_string(e.id()) + ": " + std::to_string(e.runs_done()) +
-                    "/" + std::to_string(e.runs_total()) + " runs done";
-  if (e.runs_failed()) out += ", " + std::to_string(e.runs_failed()) + " failed";
-  out += ", " + std::to_string(e.runs_active()) + " active [" + el + "]";
-  return out;
+  std::string out = "experiment " + std::to_string(e.id()) + ": control " +
+                    ArmLine(e.control_arm()) + "; variant " + ArmLine(e.variant_arm());
+  if (e.state() == "running") out += "; " + InterimPhrase(e);
+  return out + " [" + FormatDuration(static_cast<int64_t>(elapsed_s)) + "]";
 }
 
 ojson ConfigJson(const v1::Config& c) {
@@ -915,10 +985,19 @@ std::string StabilityDetail(const v1::StabilityRun& s) {
   return out + "\n";
 }
 
-std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s) {
-  return "stability run " + std::to_string(s.run_id()) + ": " + s.state() + " [" +
-         FormatDuration(static_cast<int64_t>(elapsed_s)) + " of " + FormatDuration(s.duration_s()) +
-         "]";
+std::string StabilityProgress(const v1::StabilityRun& s, const v1::Run* run,
+                              const std::string& metric, double elapsed_s) {
+  std::string out = "stability run " + std::to_string(s.run_id()) + ": " + s.state();
+  if (run)
+    for (const auto& m : run->metrics()) {
+      if (m.metric() != metric) continue;
+      out += ", " + metric + " " + (m.steady() > 0 ? FormatNumber(m.median()) : "-") +
+             " (median of " + std::to_string(m.steady()) + " steady of " +
+             std::to_string(m.samples()) + " samples" + (run->live() ? " so far" : "") + ")";
+      if (!m.warnings().empty()) out += "; " + m.warnings();
+    }
+  return out + " [" + FormatDuration(static_cast<int64_t>(elapsed_s)) + " of " +
+         FormatDuration(s.duration_s()) + "]";
 }
 
 ojson WatchJson(const v1::Watch& w) {

@@ -212,6 +212,10 @@ int main(int argc, char** argv) {
       sub->add_flag("--wait", o.wait, "wait for the runs, showing progress, then show the summary");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
     }
+    if ((n == "experiment" || n == "baseline") && v == "show") {
+      sub->add_flag("--wait", o.wait, "while it runs: wait for it, showing progress");
+      sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
+    }
     if (n == "regress" && v == "run") {
       sub->add_option("--duration", o.duration, "how long the stability run lasts, e.g. 2h")
           ->required();

@@ -218,6 +218,7 @@ ojson RunJson(const v1::Run& r) {
   j["index"] = r.index();
   j["attempt"] = r.attempt();
   j["state"] = r.state();
+  j["live"] = r.live();  // metrics from the samples so far (a running run)
   j["agent"] = r.agent();
   j["node"] = r.node();
   j["slot"] = r.slot();
@@ -302,6 +303,7 @@ std::string RunDetail(const v1::Run& r) {
            std::to_string(m.steady()), m.steady() ? FormatNumber(m.median()) : "-",
            m.steady() ? FormatNumber(m.min()) : "-", m.steady() ? FormatNumber(m.max()) : "-",
            m.warnings().empty() ? "ok" : m.warnings()});
+    if (r.live()) out += "\nso far (the run is still going; final when it ends):";
     out += "\n" + RenderTable(t);
     out += "\nsources:\n";
     for (const auto& m : r.metrics())

@@ -102,7 +102,10 @@ Table RegressionSeriesTable(const v1::Regression& r);
 ojson StabilityJson(const v1::StabilityRun& s);
 ojson RecordedRegressionJson(const v1::RecordedRegression& g);
 std::string StabilityDetail(const v1::StabilityRun& s);
-std::string StabilityProgress(const v1::StabilityRun& s, double elapsed_s);
+// `run`: the stability run as GetRun gives it (nullptr = not known yet); its `metric` (the
+// regression series' metric) is shown as the samples so far give it.
+std::string StabilityProgress(const v1::StabilityRun& s, const v1::Run* run,
+                              const std::string& metric, double elapsed_s);
 ojson WatchJson(const v1::Watch& w);
 std::string WatchLine(const v1::Watch& w);
 

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/sequential.h"
+
 namespace tunectl {
 
 RunOutcome DecideRunOutcome(const RunReport& r) {
@@ -375,6 +377,53 @@ std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
     out.push_back(
         "runs slowed down within the run (throttling, memory creep?): check GPU clocks "
         "and temperatures (nvidia-smi -q -d PERFORMANCE) and memory growth");
+  return out;
+}
+
+ExperimentArms CountArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
+  ExperimentArms out;
+  for (const auto& r : runs) {
+    ArmProgress& a = r.arm == "variant" ? out.variant : out.control;
+    switch (r.state) {
+      case RunState::kQueued: ++a.queued; break;
+      case RunState::kSucceeded:
+        ++a.succeeded;
+        if (UseOf(spec, r).counts) ++a.compared;
+        break;
+      case RunState::kFailed:
+      case RunState::kLost: ++a.failed; break;
+      case RunState::kCancelled: ++a.cancelled; break;
+      default: ++a.active; break;  // assigned, running
+    }
+  }
+  return out;
+}
+
+InterimEstimate InterimVerdict(const WorkloadSpec& spec, const std::vector<RunFacts>& runs,
+                               const std::optional<Expectation>& expectation,
+                               const SequentialOptions& design) {
+  const Arms arms = BuildArms(spec, runs);
+  VerdictOptions opts;
+  opts.cross_checks = false;
+  opts.adjust_estimate = false;
+  Verdict v =
+      EvaluateSequential(spec, arms.control, arms.variant, expectation, design, opts).verdict;
+  if (v.pairs < v.min_pairs) {
+    // Before the first look the boundary has no CI to give: a fixed-sample 95 % CI instead,
+    // from 2 runs per side, said so by `interim_ci`.
+    Verdict fixed = ComputeVerdict(spec, arms.control, arms.variant, expectation, opts);
+    fixed.pairs = v.pairs;
+    fixed.min_pairs = v.min_pairs;
+    fixed.max_pairs = v.max_pairs;
+    fixed.finished_pairs = v.finished_pairs;
+    v = std::move(fixed);
+  }
+  InterimEstimate out;
+  out.ci = v.pairs < v.min_pairs ? "fixed-sample 95% CI (before the first look)"
+                                 : "the sequential boundary at this look";
+  v.decision.clear();  // an estimate, not a decision
+  for (auto& m : v.metrics) m.decision.clear(), m.guardrail.clear();
+  out.verdict = std::move(v);
   return out;
 }
 

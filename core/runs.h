@@ -129,6 +129,30 @@ struct Arms {
 };
 Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs);
 
+// Where an experiment's arm stands while it runs: its runs by state, and how many finished ones
+// are compared (the rest failed or were excluded, see UseOf).
+struct ArmProgress {
+  int queued = 0, active = 0, succeeded = 0, failed = 0, cancelled = 0;
+  int compared = 0;  // succeeded runs whose primary metric counts
+};
+struct ExperimentArms {
+  ArmProgress control, variant;
+};
+ExperimentArms CountArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs);
+
+// The estimate so far of a running experiment, from its finished runs: from the first look on,
+// each metric's CI at the sequential boundary for the pairs it compares (what the next decision
+// would rest on); before it, a fixed-sample 95 % CI (2+ runs per side). Never recorded and never
+// a decision (decisions are cleared) — the store decides only in MaybeDecideExperiment. Without
+// the early-stopping adjustment and the cross-checks: it is recomputed on every read.
+struct InterimEstimate {
+  Verdict verdict;
+  std::string ci;  // which CI: "the sequential boundary at this look" or "fixed-sample 95% CI …"
+};
+InterimEstimate InterimVerdict(const WorkloadSpec& spec, const std::vector<RunFacts>& runs,
+                               const std::optional<Expectation>& expectation,
+                               const SequentialOptions& design);
+
 // Advice instead of silence: when more than a quarter of an arm's finished runs were not
 // compared (no steady state, no value, outliers) or slowed down, what to change — run at least N
 // steps, set warmup_steps: M, check node X, check clocks/thermals. Empty otherwise.

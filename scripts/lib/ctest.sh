@@ -17,3 +17,33 @@ ctest_every_test_runs() {
   rm -f "$log"
   return "$rc"
 }
+
+# gtest_binaries_pass BUILD_DIR FILTER BINARY...: runs each gtest binary of BUILD_DIR/tests whole
+# (--gtest_filter=FILTER), all at once, each into BUILD_DIR/<binary>.log; fails if one fails, is
+# killed, or skips a test. A failed binary's log is printed without its RUN/OK lines.
+gtest_binaries_pass() {
+  local dir=$1 filter=$2 rc=0 b start=$SECONDS
+  shift 2
+  local -A pid=()
+  for b in "$@"; do
+    "$dir/tests/$b" --gtest_filter="$filter" >"$dir/$b.log" 2>&1 &
+    pid[$b]=$!
+  done
+  for b in "$@"; do
+    local brc=0
+    wait "${pid[$b]}" || brc=$?
+    if [ "$brc" -eq 0 ] && grep -q '^\[  SKIPPED \]' "$dir/$b.log"; then
+      echo "${0##*/}: $b skipped tests; here every test must run" >&2
+      brc=1
+    fi
+    if [ "$brc" -ne 0 ]; then
+      grep -v '^\[ RUN      \]\|^\[       OK \]' "$dir/$b.log" >&2 || true
+      echo "${0##*/}: $b failed (exit $brc); whole log: $dir/$b.log" >&2
+      rc=1
+    else
+      echo "$b: $(grep -E '^\[  PASSED  \]' "$dir/$b.log")" >&2
+    fi
+  done
+  echo "${0##*/}: gtest binaries took $((SECONDS - start)) s" >&2
+  return "$rc"
+}

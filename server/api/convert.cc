@@ -171,6 +171,7 @@ void ToProto(const BaselineRow& b, v1::Baseline* out) {
 }
 
 void ToProto(const RunRow& r, v1::Run* out) {
+  out->set_live(r.live);
   out->set_id(r.id);
   out->set_baseline_id(r.baseline_id);
   out->set_workload(r.workload);
@@ -287,6 +288,29 @@ void ToProto(const HypothesisRow& h, v1::Hypothesis* out) {
   for (const auto& e : h.earlier) out->add_earlier(e);
 }
 
+void ToProto(const MetricVerdict& m, v1::MetricVerdict* p) {
+  p->set_metric(m.metric);
+  p->set_unit(m.unit);
+  p->set_better(m.better);
+  p->set_role(m.role);
+  p->set_n_control(m.n_control);
+  p->set_n_variant(m.n_variant);
+  p->set_control_median(m.control_median);
+  p->set_variant_median(m.variant_median);
+  p->set_ratio(m.ratio);
+  p->set_ci_low(m.ci_low);
+  p->set_ci_high(m.ci_high);
+  p->set_ci90_low(m.ci90_low);
+  p->set_ci90_high(m.ci90_high);
+  p->set_p_value(m.p_value);
+  p->set_decision(m.decision);
+  p->set_guardrail(m.guardrail);
+  p->set_note(m.note);
+  p->set_mw_p(m.mw_p);
+  p->set_boot_low(m.boot_low);
+  p->set_boot_high(m.boot_high);
+}
+
 void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_id(e.id);
   out->set_spec_revision(e.spec_revision);
@@ -321,6 +345,24 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   out->set_decided_at(e.decided_at);
   out->set_frozen_at(e.frozen_at);
   out->set_agent(e.agent);
+  const auto arm = [](const ArmProgress& a, v1::ArmProgress* p) {
+    p->set_queued(a.queued);
+    p->set_active(a.active);
+    p->set_succeeded(a.succeeded);
+    p->set_failed(a.failed);
+    p->set_cancelled(a.cancelled);
+    p->set_compared(a.compared);
+  };
+  arm(e.arms.control, out->mutable_control_arm());
+  arm(e.arms.variant, out->mutable_variant_arm());
+  if (e.interim) {
+    const Verdict& v = e.interim->verdict;
+    out->set_interim_pairs(v.pairs);
+    out->set_min_pairs(v.min_pairs);
+    out->set_interim_ci(e.interim->ci);
+    if (!v.primary.empty()) out->set_primary(v.primary);
+    for (const auto& m : v.metrics) ToProto(m, out->add_interim());
+  }
   if (!e.verdict) return;
   const Verdict& v = *e.verdict;
   out->set_primary(v.primary);
@@ -331,29 +373,7 @@ void ToProto(const ExperimentRow& e, v1::Experiment* out) {
   for (const auto& r : v.reasons) out->add_reasons(r);
   out->set_hypothesis_result(v.hypothesis);
   out->set_hypothesis_note(v.hypothesis_note);
-  for (const auto& m : v.metrics) {
-    auto* p = out->add_metrics();
-    p->set_metric(m.metric);
-    p->set_unit(m.unit);
-    p->set_better(m.better);
-    p->set_role(m.role);
-    p->set_n_control(m.n_control);
-    p->set_n_variant(m.n_variant);
-    p->set_control_median(m.control_median);
-    p->set_variant_median(m.variant_median);
-    p->set_ratio(m.ratio);
-    p->set_ci_low(m.ci_low);
-    p->set_ci_high(m.ci_high);
-    p->set_ci90_low(m.ci90_low);
-    p->set_ci90_high(m.ci90_high);
-    p->set_p_value(m.p_value);
-    p->set_decision(m.decision);
-    p->set_guardrail(m.guardrail);
-    p->set_note(m.note);
-    p->set_mw_p(m.mw_p);
-    p->set_boot_low(m.boot_low);
-    p->set_boot_high(m.boot_high);
-  }
+  for (const auto& m : v.metrics) ToProto(m, out->add_metrics());
 }
 
 void ToProto(const ConfigRow& c, v1::Config* out) {

@@ -23,6 +23,7 @@ void ToProto(const AgentRow& a, v1::Agent* out);
 void ToProto(const LaunchPlan& p, v1::Assign* out);
 void ToProto(const Change& c, v1::Change* out);
 void ToProto(const HypothesisRow& h, v1::Hypothesis* out);
+void ToProto(const MetricVerdict& m, v1::MetricVerdict* out);
 void ToProto(const ExperimentRow& e, v1::Experiment* out);
 void ToProto(const ConfigRow& c, v1::Config* out);
 void ToProto(const LogRow& l, v1::LogEntry* out);

@@ -191,13 +191,38 @@ void QueuePair(pqxx::work& w, int64_t experiment, int64_t workload, int64_t conf
 
 namespace internal {
 
+namespace {
+
+const char kDecisionInputsSelect[] =
+    "SELECT e.state, e.workload_id, e.spec_revision, COALESCE(h.expect_text, '') AS expect, "
+    "e.repeats, e.min_pairs, e.queued_pairs, e.control_config_id, e.baseline_id, "
+    "COALESCE(e.batch_id, 0) AS batch_id FROM experiments e "
+    "LEFT JOIN hypotheses h ON h.id = e.hypothesis_id WHERE e.id = $1";
+
+// What a verdict on experiment row `e` (kDecisionInputsSelect) is computed from, beside its runs.
+struct DecisionInputs {
+  WorkloadSpec spec;
+  std::optional<Expectation> expect;
+  SequentialOptions design;
+};
+Result<DecisionInputs> LoadDecisionInputs(pqxx::work& w, const pqxx::row& e) {
+  auto spec = LoadSpecRevision(w, e["workload_id"].as<int64_t>(), e["spec_revision"].as<int>());
+  if (!spec.ok()) return spec.status();
+  DecisionInputs in;
+  in.spec = std::move(*spec);
+  if (const std::string t = e["expect"].as<std::string>(); !t.empty()) {
+    auto x = ParseExpectation(in.spec, t);
+    if (x.ok()) in.expect = *x;
+  }
+  in.design.max_pairs = e["repeats"].as<int>();
+  in.design.min_pairs = e["min_pairs"].as<int>();
+  return in;
+}
+
+}  // namespace
+
 void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::string& actor) {
-  auto e = w.exec_params(
-      "SELECT e.state, e.workload_id, e.spec_revision, COALESCE(h.expect_text, '') AS expect, "
-      "e.repeats, e.min_pairs, e.queued_pairs, e.control_config_id, e.baseline_id, "
-      "COALESCE(e.batch_id, 0) AS batch_id FROM experiments e "
-      "LEFT JOIN hypotheses h ON h.id = e.hypothesis_id WHERE e.id = $1",
-      experiment_id);
+  auto e = w.exec_params(kDecisionInputsSelect, experiment_id);
   if (e.empty() || e[0]["state"].as<std::string>() != Name(ExperimentState::kRunning)) return;
   const std::vector<RunFacts> runs = LoadRunFacts(w, "r.experiment_id = $1", experiment_id);
   bool active = false, failed = false;
@@ -208,17 +233,12 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
   // With runs still active only a failure can end it early (the same cause twice).
   if (active && !failed) return;
   const int64_t workload_id = e[0]["workload_id"].as<int64_t>();
-  auto spec = LoadSpecRevision(w, workload_id, e[0]["spec_revision"].as<int>());
-  if (!spec.ok()) return;
+  auto inputs = LoadDecisionInputs(w, e[0]);
+  if (!inputs.ok()) return;
+  const WorkloadSpec* spec = &inputs->spec;
   const Arms arms = BuildArms(*spec, runs);
-  std::optional<Expectation> expect;
-  if (const std::string t = e[0]["expect"].as<std::string>(); !t.empty()) {
-    auto x = ParseExpectation(*spec, t);
-    if (x.ok()) expect = *x;
-  }
-  SequentialOptions design;
-  design.max_pairs = e[0]["repeats"].as<int>();
-  design.min_pairs = e[0]["min_pairs"].as<int>();
+  const std::optional<Expectation>& expect = inputs->expect;
+  const SequentialOptions& design = inputs->design;
   SequentialStep step = EvaluateSequential(*spec, arms.control, arms.variant, expect, design);
   if (active) {
     if (!step.stop || step.verdict.stopped.empty()) return;
@@ -544,6 +564,14 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
     }
     auto now = w.exec("SELECT (EXTRACT(EPOCH FROM tunectl_now()) * 1000)::bigint");
     e->placement = DescribePlacement(runs, isolated, now[0][0].as<int64_t>()).summary;
+    if (auto in = w.exec_params(kDecisionInputsSelect, id); !in.empty()) {
+      const std::vector<RunFacts> facts = LoadRunFacts(w, "r.experiment_id = $1", id);
+      if (auto inputs = LoadDecisionInputs(w, in[0]); inputs.ok()) {
+        e->arms = CountArms(inputs->spec, facts);
+        if (e->state == Name(ExperimentState::kRunning))
+          e->interim = InterimVerdict(inputs->spec, facts, inputs->expect, inputs->design);
+      }
+    }
     if (e->verdict)
       if (auto wl = LoadWorkload(w, e->workload); wl.ok())
         if (auto goal = LoadGoal(w, *wl); goal.ok() && *goal)

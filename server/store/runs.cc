@@ -471,6 +471,38 @@ Result<RunRow> Store::GetRun(int64_t id) {
       if (launch.ok()) rm.source = launch->SourceOf(rm.metric);
       x.metrics.push_back(rm);
     }
+    if (m.empty() && launch.ok() && (x.state == Name(RunState::kRunning))) {
+      // Still running: each metric as the samples stored so far give it (the same analysis as at
+      // its end), so a user watching it sees its level, not nothing.
+      x.live = true;
+      std::map<std::string, std::vector<StepValue>> series;
+      for (const auto& lm : launch->metrics) series[lm.name];
+      for (const auto& s : w.exec_params(
+               "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
+               "ORDER BY metric, step",
+               id, x.attempt))
+        series[s["metric"].as<std::string>()].push_back(
+            {s["step"].as<int64_t>(), s["value"].as<double>()});
+      DropSkippedSteps(&series);
+      for (const auto& [metric, values] : series) {
+        const SteadyState st = AnalyzeRun(values, launch->warmup_steps, launch->BetterOf(metric));
+        RunMetricRow rm;
+        rm.metric = metric;
+        rm.samples = st.samples;
+        rm.steady = st.steady;
+        if (st.stats.n > 0) {
+          rm.median = st.stats.median;
+          rm.min = st.stats.min;
+          rm.max = st.stats.max;
+        }
+        rm.usable = st.usable();
+        rm.detected_warmup = st.detected_warmup;
+        for (const auto& warn : st.warnings)
+          rm.warnings += (rm.warnings.empty() ? "" : "; ") + warn;
+        rm.source = launch->SourceOf(metric);
+        x.metrics.push_back(rm);
+      }
+    }
     return x;
   });
 }

@@ -21,6 +21,7 @@
 #include "core/goal.h"
 #include "core/metrics.h"
 #include "core/paging.h"
+#include "core/runs.h"
 #include "core/selector.h"
 #include "core/spec.h"
 #include "core/stats.h"
@@ -113,6 +114,7 @@ struct RunRow {
   std::string executor;  // of its agent: local | slurm | kubernetes ("" = not assigned)
   int64_t samples = 0;
   std::vector<RunMetricRow> metrics;
+  bool live = false;  // metrics computed from the samples so far (GetRun of a running run)
   std::string created_at, started_at, finished_at;
 };
 
@@ -244,6 +246,8 @@ struct ExperimentRow {
   std::string placement;  // how its runs were placed (core DescribePlacement); GetExperiment only
   std::string goal_note;  // against the workload's goal (core GoalNote); GetExperiment only
   std::string again_reason;
+  ExperimentArms arms;                     // runs per arm by state; GetExperiment only
+  std::optional<InterimEstimate> interim;  // the estimate so far while it runs; GetExperiment only
 };
 
 // `audit verify`: the chain walked against every row of the audit trail and the tuning log.

@@ -323,6 +323,72 @@ TEST(Experiments, ClearEffectStopsBeforeTheCap) {
   EXPECT_EQ(e->runs_total, 8);
 }
 
+TEST(Experiments, ARunningExperimentShowsEachArmAndTheEstimateSoFarWithoutDeciding) {
+  TUNECTL_TEST_DB(db);
+  Loop l = MeasuredBaseline(std::move(db));
+  Store& st = l.db->store();
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 10}, "user:a");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  auto e = st.GetExperiment(*id);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->arms.control.queued, 4);
+  EXPECT_EQ(e->arms.variant.queued, 4);
+  ASSERT_TRUE(e->interim);
+  EXPECT_EQ(e->interim->verdict.pairs, 0);
+  EXPECT_EQ(e->interim->verdict.min_pairs, 4);
+
+  // Two pairs finish (+100 %), a third pair's control is running with samples stored so far.
+  auto plans = st.ClaimRuns(l.agent, {}, 5);
+  ASSERT_TRUE(plans.ok());
+  ASSERT_EQ(plans->size(), 5u);
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const auto& p = (*plans)[i];
+    const bool variant = st.GetRun(p.run_id)->arm == "variant";
+    std::vector<SampleIn> s;
+    for (int k = 1; k <= 5; ++k)
+      s.push_back({"sps", k, (variant ? 200.0 : 100.0) * (1 + 0.001 * ((p.run_id + k) % 3)), k});
+    ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+    if (i == 4) {
+      ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, l.agent, {}).ok());
+      auto live = st.GetRun(p.run_id);
+      ASSERT_TRUE(live.ok());
+      EXPECT_TRUE(live->live);  // a running run's metrics are the samples so far
+      bool found = false;
+      for (const auto& m : live->metrics)
+        if (m.metric == "sps") {
+          found = true;
+          EXPECT_EQ(m.samples, 5);
+          ASSERT_TRUE(m.median);
+          EXPECT_NEAR(*m.median, variant ? 200 : 100, 1);
+        }
+      EXPECT_TRUE(found);
+      continue;
+    }
+    ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 10}, "agent:t").ok());
+  }
+  e = st.GetExperiment(*id);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->state, "running");
+  EXPECT_TRUE(e->decision.empty());
+  EXPECT_EQ(e->arms.control.succeeded + e->arms.variant.succeeded, 4);
+  EXPECT_EQ(e->arms.control.compared + e->arms.variant.compared, 4);
+  EXPECT_EQ(e->arms.control.active + e->arms.variant.active, 1);
+  EXPECT_EQ(e->arms.control.queued + e->arms.variant.queued, 3);
+  ASSERT_TRUE(e->interim);
+  const Verdict& v = e->interim->verdict;
+  EXPECT_EQ(v.pairs, 2);
+  ASSERT_FALSE(v.metrics.empty());
+  EXPECT_EQ(v.metrics[0].metric, "sps");
+  EXPECT_NEAR(v.metrics[0].ratio, 2.0, 0.01);
+  EXPECT_GT(v.metrics[0].ci_low, 1.5);  // a fixed-sample CI before the first look
+  EXPECT_EQ(v.metrics[0].n_control, 2);
+  EXPECT_EQ(v.metrics[0].decision, "");  // an estimate, not a decision
+  EXPECT_THAT(e->interim->ci, HasSubstr("fixed-sample"));
+  // Nothing was recorded: the estimate is computed on reading, the verdict column stays empty.
+  EXPECT_EQ(l.db->Scalar("SELECT count(*) FROM experiments WHERE verdict IS NOT NULL"), "0");
+  EXPECT_FALSE(e->verdict);
+}
+
 TEST(Experiments, AfterAFreezeTheWatchedSeriesIsTheNewConfigsRuns) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));

@@ -37,7 +37,9 @@ class LoopE2E(unittest.TestCase):
         self.assertFalse(h["locked"])
 
         p = c.cli("experiment", "run", "--hypothesis", str(h["id"]), "--wait", "-o", "json")
-        self.assertIn("runs done", p.stderr)
+        # progress per arm while it runs, with the estimate so far once pairs have finished
+        self.assertRegex(p.stderr, r"control [^;]*done[^;]*; variant ")
+        self.assertRegex(p.stderr, r"samples_per_s [+-][0-9.]+% \[[^]]+\] so far on [0-9]+ usable")
         e = json.loads(p.stdout)
         self.assertEqual(e["state"], "decided")
         if e["decision"] != "improved":

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -56,6 +57,52 @@ TEST(Commands, EveryKindOfErrorHasItsExitCode) {
     EXPECT_EQ(r.err, "error: " + status.message() + "\n");
     EXPECT_EQ(r.out, "");
   }
+}
+
+TEST(Commands, CtrlCDuringWaitSaysTheExperimentKeepsRunningAndHowToFollowIt) {
+  NiceMock<MockClient> c;
+  v1::Experiment running;
+  running.set_id(9);
+  running.set_state("running");
+  running.mutable_control_arm()->set_succeeded(1);
+  running.mutable_variant_arm()->set_active(1);
+  int calls = 0;
+  EXPECT_CALL(c, GetExperiment(9)).WillRepeatedly([&](int64_t) {
+    if (++calls == 2) std::raise(SIGINT);  // the user presses Ctrl-C while it waits
+    return Result<v1::Experiment>(running);
+  });
+  CliOptions o;
+  o.id = 9;
+  o.wait = true;
+  const Ran r = RunCommand(c, "experiment", "show", o);
+  EXPECT_EQ(r.code, 130);
+  EXPECT_THAT(r.err, HasSubstr("experiment 9: control 1 done; variant 1 running"));
+  EXPECT_THAT(r.err, HasSubstr("experiment 9 keeps running on the server"));
+  EXPECT_THAT(r.err, HasSubstr("tunectl experiment show 9 --wait"));
+  EXPECT_THAT(r.err, HasSubstr("tunectl experiment cancel 9"));
+  EXPECT_EQ(r.out, "");
+  // the handler is put back: a later SIGINT is not swallowed by a wait that has ended
+  EXPECT_NE(std::signal(SIGINT, SIG_DFL), SIG_IGN);
+}
+
+TEST(Commands, ShowWaitsForARunningExperimentThenShowsTheVerdict) {
+  NiceMock<MockClient> c;
+  v1::Experiment running, decided;
+  running.set_id(4);
+  running.set_state("running");
+  decided.set_id(4);
+  decided.set_state("decided");
+  decided.set_decision("improved");
+  EXPECT_CALL(c, GetExperiment(4))
+      .WillOnce(Return(Result<v1::Experiment>(running)))
+      .WillOnce(Return(Result<v1::Experiment>(running)))
+      .WillOnce(Return(Result<v1::Experiment>(decided)));
+  CliOptions o;
+  o.id = 4;
+  o.wait = true;
+  const Ran r = RunCommand(c, "experiment", "show", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("decided — improved"));
 }
 
 TEST(Commands, AnUnknownOutputFormatIsRefusedBeforeAnyCall) {

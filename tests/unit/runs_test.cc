@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/sequential.h"
+
 namespace tunectl {
 namespace {
 
@@ -159,6 +161,60 @@ TEST(Arms, FailedRunsCountAgainstTheirArmAndNanGuardrailsFailTheVariant) {
   EXPECT_EQ(arms.variant.failed_runs, 2);
   EXPECT_THAT(arms.variant.failures,
               ElementsAre(HasSubstr("CUDA out of memory"), HasSubstr("3 non-finite loss")));
+}
+
+TEST(Arms, ProgressCountsEachArmsRunsByStateAndTheComparedOnes) {
+  const WorkloadSpec spec = Spec();
+  RunFacts queued = Fact(5, 0, true, "variant", 5);
+  queued.state = RunState::kQueued;
+  RunFacts running = Fact(6, 0, true, "control", 6);
+  running.state = RunState::kRunning;
+  RunFacts lost = Fact(7, 0, true, "control", 7);
+  lost.state = RunState::kLost;
+  const ExperimentArms a =
+      CountArms(spec, {Fact(1, 100, true, "control", 1), Fact(2, 110, false, "variant", 2),
+                       Fact(3, 111, true, "variant", 3), queued, running, lost});
+  EXPECT_EQ(a.control.succeeded, 1);
+  EXPECT_EQ(a.control.compared, 1);
+  EXPECT_EQ(a.control.active, 1);
+  EXPECT_EQ(a.control.failed, 1);
+  EXPECT_EQ(a.variant.succeeded, 2);
+  EXPECT_EQ(a.variant.compared, 1);  // run 2 has no steady state
+  EXPECT_EQ(a.variant.queued, 1);
+}
+
+TEST(Arms, TheInterimEstimateComesFromFinishedPairsOnlyAndCountsUsablePairs) {
+  const WorkloadSpec spec = Spec();
+  RunFacts running = Fact(5, 0, true, "control", 5);
+  running.state = RunState::kRunning;
+  SequentialOptions design;
+  design.min_pairs = 4;
+  design.max_pairs = 10;
+  std::vector<RunFacts> runs = {Fact(1, 100, true, "control", 1), Fact(2, 120, true, "variant", 2),
+                                Fact(3, 121, true, "variant", 3), Fact(4, 101, true, "control", 4),
+                                running};
+  const InterimEstimate early = InterimVerdict(spec, runs, std::nullopt, design);
+  const Verdict& v = early.verdict;
+  EXPECT_EQ(v.pairs, 2);
+  EXPECT_EQ(v.min_pairs, 4);
+  ASSERT_FALSE(v.metrics.empty());
+  EXPECT_EQ(v.metrics[0].metric, "sps");
+  EXPECT_NEAR(v.metrics[0].ratio, 1.2, 0.005);
+  EXPECT_EQ(v.metrics[0].n_control, 2);
+  EXPECT_LT(v.metrics[0].ci_low, v.metrics[0].ratio);
+  EXPECT_GT(v.metrics[0].ci_high, v.metrics[0].ratio);
+  EXPECT_EQ(v.metrics[0].decision, "");  // an estimate, never a decision
+  EXPECT_THAT(early.ci, HasSubstr("fixed-sample"));
+  // From the first look on, the CI is the sequential boundary's, as wide as the decision's.
+  for (int k = 6; k <= 9; ++k)
+    runs.push_back(Fact(k, k % 4 == 2 || k % 4 == 3 ? 120 + k * 0.1 : 100 + k * 0.1, true,
+                        k % 4 == 2 || k % 4 == 3 ? "variant" : "control", k));
+  runs[4].state = RunState::kSucceeded;
+  runs[4].metrics[0].median = 100.5;
+  const InterimEstimate look = InterimVerdict(spec, runs, std::nullopt, design);
+  EXPECT_EQ(look.verdict.pairs, 4);
+  EXPECT_THAT(look.ci, HasSubstr("sequential boundary"));
+  EXPECT_EQ(look.verdict.decision, "");
 }
 
 TEST(BaselineOutcome, WaitsForActiveRunsThenCompletesOrFails) {

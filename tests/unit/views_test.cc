@@ -574,4 +574,61 @@ TEST(AuditExportViews, TableIsCompactAndNamesTheSubject) {
 }
 
 }  // namespace
+TEST(ExperimentViews, ProgressShowsEachArmAndTheEstimateSoFar) {
+  v1::Experiment e;
+  e.set_id(7);
+  e.set_state("running");
+  e.set_primary("samples_per_s");
+  e.set_interim_pairs(2);
+  e.set_min_pairs(4);
+  e.mutable_control_arm()->set_succeeded(2);
+  e.mutable_control_arm()->set_active(1);
+  e.mutable_variant_arm()->set_succeeded(2);
+  e.mutable_variant_arm()->set_queued(2);
+  EXPECT_EQ(ExperimentProgress(e, 65),
+            "experiment 7: control 2 done, 1 running; variant 2 done, 2 queued; no estimate yet: "
+            "2 usable pair(s), first look at 4 [1m5s]");
+  auto* m = e.add_interim();
+  m->set_metric("samples_per_s");
+  m->set_n_control(1);
+  m->set_n_variant(1);
+  m->set_ratio(1.25);
+  m->set_ci_low(1.1);
+  m->set_ci_high(1.4);
+  EXPECT_NE(ExperimentProgress(e, 5).find("no estimate yet"), std::string::npos);  // 1 per side
+  m->set_n_control(2);
+  m->set_n_variant(2);
+  const std::string p = ExperimentProgress(e, 5);
+  EXPECT_NE(p.find("samples_per_s +25.0% [+10.0%, +40.0%] so far on 2 usable pair(s)"),
+            std::string::npos)
+      << p;
+  const std::string detail = ExperimentDetail(e);
+  EXPECT_NE(detail.find("interim (not a decision)"), std::string::npos) << detail;
+  const ojson j = ExperimentJson(e);
+  EXPECT_EQ(j["arms"]["control"]["active"], 1);
+  EXPECT_EQ(j["interim"]["usable_pairs"], 2);
+  EXPECT_DOUBLE_EQ(j["interim"]["metrics"][0]["ratio"].get<double>(), 1.25);
+  e.set_state("decided");
+  EXPECT_FALSE(ExperimentJson(e).contains("interim"));  // only while it runs
+}
+
+TEST(RegressViews, StabilityProgressShowsTheMetricSoFar) {
+  v1::StabilityRun s;
+  s.set_run_id(12);
+  s.set_state("running");
+  s.set_duration_s(600);
+  EXPECT_EQ(StabilityProgress(s, nullptr, "samples_per_s", 60),
+            "stability run 12: running [1m of 10m]");
+  v1::Run run;
+  run.set_live(true);
+  auto* m = run.add_metrics();
+  m->set_metric("samples_per_s");
+  m->set_samples(120);
+  m->set_steady(100);
+  m->set_median(4321);
+  EXPECT_EQ(StabilityProgress(s, &run, "samples_per_s", 60),
+            "stability run 12: running, samples_per_s 4321 (median of 100 steady of 120 samples "
+            "so far) [1m of 10m]");
+}
+
 }  // namespace tunectl
