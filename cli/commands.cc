@@ -74,12 +74,15 @@ extern "C" void OnInterrupt(int) {
   g_interrupted = 1;
 }
 
-// SIGINT sets g_interrupted while it lives (the previous handler is put back after).
+// SIGINT sets g_interrupted while it lives, unless SIGINT is ignored; the previous handler is put
+// back after.
 class InterruptScope {
  public:
   InterruptScope() {
     g_interrupted = 0;
     previous_ = std::signal(SIGINT, OnInterrupt);
+    // Ignored (a background job of a shell script): it stays ignored.
+    if (previous_ == SIG_IGN) std::signal(SIGINT, SIG_IGN);
   }
   ~InterruptScope() { std::signal(SIGINT, previous_); }
   InterruptScope(const InterruptScope&) = delete;

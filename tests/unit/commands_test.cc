@@ -60,6 +60,8 @@ TEST(Commands, EveryKindOfErrorHasItsExitCode) {
 }
 
 TEST(Commands, CtrlCDuringWaitSaysTheExperimentKeepsRunningAndHowToFollowIt) {
+  // As from a terminal: SIGINT's default action (a background job of a script has it ignored).
+  const auto before = std::signal(SIGINT, SIG_DFL);
   NiceMock<MockClient> c;
   v1::Experiment running;
   running.set_id(9);
@@ -82,7 +84,7 @@ TEST(Commands, CtrlCDuringWaitSaysTheExperimentKeepsRunningAndHowToFollowIt) {
   EXPECT_THAT(r.err, HasSubstr("tunectl experiment cancel 9"));
   EXPECT_EQ(r.out, "");
   // the handler is put back: a later SIGINT is not swallowed by a wait that has ended
-  EXPECT_NE(std::signal(SIGINT, SIG_DFL), SIG_IGN);
+  EXPECT_EQ(std::signal(SIGINT, before), SIG_DFL);
 }
 
 TEST(Commands, ShowWaitsForARunningExperimentThenShowsTheVerdict) {
