@@ -356,6 +356,9 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
   if (b->state != "completed")
     return Status::FailedPrecondition("baseline " + std::to_string(b->id) + " is " + b->state +
                                       "; an experiment compares against a completed baseline");
+  if (Status st = CheckNotArchived(b->workload.name, b->workload.archived(), "a new experiment");
+      !st.ok())
+    return st;
   const WorkloadSpec& spec = b->workload.spec;
   std::vector<std::string> vary = in.vary;
   if (vary.empty() && hyp) vary = VaryArgs(hyp->change);
@@ -552,7 +555,8 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
   });
 }
 
-Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page) {
+Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page,
+                                                    std::optional<ExperimentState> state) {
   return InTx<Paged<ExperimentRow>>(
       pool_, clock_, [&](pqxx::work& w) -> Result<Paged<ExperimentRow>> {
         std::string where = "true";
@@ -561,6 +565,7 @@ Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload,
           if (!wl.ok()) return wl.status();
           where = "e.workload_id = " + std::to_string(wl->id);
         }
+        if (state) where += " AND e.state = " + w.quote(Name(*state));
         std::vector<ExperimentRow> rows;
         for (const auto& r :
              w.exec(Sql(kExperimentSelect) + "WHERE " + where +
