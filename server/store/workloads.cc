@@ -226,7 +226,7 @@ Result<WorkloadRow> Store::DeleteWorkload(const std::string& name, const std::st
     if (!wl.ok()) return wl.status();
     // A baseline or experiment being created now waits for this lock (its row references the
     // workload), and its insert then fails; one committed before it is counted below.
-    w.exec_params0("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
+    w.exec_params("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
     if (Status st = CheckWorkloadDeletable(wl->name, LoadHistory(w, wl->id)); !st.ok()) return st;
     // What a workload without history may have beside its config versions: a goal, a watch
     // (hypotheses, batches and regressions need baselines or runs). Its spec revisions stay.
@@ -247,7 +247,7 @@ Result<WorkloadRow> Store::SetWorkloadArchived(const std::string& name, bool arc
   return InTx<WorkloadRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WorkloadRow> {
     auto wl = LoadWorkload(w, name);
     if (!wl.ok()) return wl.status();
-    w.exec_params0("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
+    w.exec_params("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
     auto now = LoadWorkload(w, name);  // as of the lock
     if (!now.ok()) return now.status();
     if (now->archived() == archived) return now;
