@@ -350,6 +350,14 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
                                      " differs from hypothesis " + std::to_string(hyp->id) +
                                      "'s baseline " + std::to_string(hyp->baseline_id));
   }
+  // An archived workload is refused first, before what its baselines would say.
+  if (const std::string& named = in.workload.empty() && hyp ? hyp->workload : in.workload;
+      !named.empty()) {
+    auto wl = LoadWorkload(w, named);
+    if (!wl.ok()) return wl.status();
+    if (Status st = CheckNotArchived(wl->name, wl->archived(), "a new experiment"); !st.ok())
+      return st;
+  }
   auto b = ResolveBaseline(w, in.workload.empty() && hyp ? hyp->workload : in.workload,
                            in.baseline_id > 0 ? in.baseline_id : (hyp ? hyp->baseline_id : 0));
   if (!b.ok()) return b.status();
