@@ -73,6 +73,31 @@ class GrpcClient : public Client {
     return Call<v1::ListAgentsResponse>(&v1::TuningService::Stub::ListAgents,
                                         v1::ListAgentsRequest());
   }
+  Result<v1::RemoveAgentResponse> RemoveAgent(const std::string& name) override {
+    v1::RemoveAgentRequest r;
+    r.set_name(name);
+    return Call<v1::RemoveAgentResponse>(&v1::TuningService::Stub::RemoveAgent, r);
+  }
+  Result<v1::WorkloadDetail> GetWorkload(const std::string& name) override {
+    v1::GetWorkloadRequest r;
+    r.set_name(name);
+    return Call<v1::WorkloadDetail>(&v1::TuningService::Stub::GetWorkload, r);
+  }
+  Result<v1::Workload> DeleteWorkload(const std::string& name) override {
+    v1::DeleteWorkloadRequest r;
+    r.set_name(name);
+    return Call<v1::Workload>(&v1::TuningService::Stub::DeleteWorkload, r);
+  }
+  Result<v1::Workload> ArchiveWorkload(const std::string& name) override {
+    v1::ArchiveWorkloadRequest r;
+    r.set_name(name);
+    return Call<v1::Workload>(&v1::TuningService::Stub::ArchiveWorkload, r);
+  }
+  Result<v1::Workload> UnarchiveWorkload(const std::string& name) override {
+    v1::UnarchiveWorkloadRequest r;
+    r.set_name(name);
+    return Call<v1::Workload>(&v1::TuningService::Stub::UnarchiveWorkload, r);
+  }
 
   Result<v1::Hypothesis> CreateHypothesis(const v1::CreateHypothesisRequest& r) override {
     return Call<v1::Hypothesis>(&v1::TuningService::Stub::CreateHypothesis, r);
@@ -129,9 +154,7 @@ class GrpcClient : public Client {
   Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) override {
     return Call<v1::Experiment>(&v1::TuningService::Stub::FreezeExperiment, r);
   }
-  Result<v1::Config> GetConfig(const std::string& workload) override {
-    v1::GetConfigRequest r;
-    r.set_workload(workload);
+  Result<v1::Config> GetConfig(const v1::GetConfigRequest& r) override {
     return Call<v1::Config>(&v1::TuningService::Stub::GetConfig, r);
   }
   Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) override {

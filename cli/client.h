@@ -29,6 +29,11 @@ class Client {
   virtual Result<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& r) = 0;
   virtual Result<v1::Run> GetRun(int64_t id) = 0;
   virtual Result<v1::ListAgentsResponse> ListAgents() = 0;
+  virtual Result<v1::RemoveAgentResponse> RemoveAgent(const std::string& name) = 0;
+  virtual Result<v1::WorkloadDetail> GetWorkload(const std::string& name) = 0;
+  virtual Result<v1::Workload> DeleteWorkload(const std::string& name) = 0;
+  virtual Result<v1::Workload> ArchiveWorkload(const std::string& name) = 0;
+  virtual Result<v1::Workload> UnarchiveWorkload(const std::string& name) = 0;
   virtual Result<v1::Hypothesis> CreateHypothesis(const v1::CreateHypothesisRequest& r) = 0;
   virtual Result<v1::Hypothesis> GetHypothesis(int64_t id) = 0;
   virtual Result<v1::ListHypothesesResponse> ListHypotheses(const v1::ListHypothesesRequest& r) = 0;
@@ -45,7 +50,8 @@ class Client {
   // One page of `audit export`; the command pages through them all.
   virtual Result<v1::ExportAuditResponse> ExportAudit(const v1::ExportAuditRequest& r) = 0;
   virtual Result<v1::Experiment> FreezeExperiment(const v1::FreezeExperimentRequest& r) = 0;
-  virtual Result<v1::Config> GetConfig(const std::string& workload) = 0;
+  // `version` 0 = the current config; the response's `selected` is the version asked for.
+  virtual Result<v1::Config> GetConfig(const v1::GetConfigRequest& r) = 0;
   virtual Result<v1::ListLogResponse> ListLog(const v1::ListLogRequest& r) = 0;
   virtual Result<v1::Schedule> CreateSchedule(const v1::CreateScheduleRequest& r) = 0;
   virtual Result<v1::ListSchedulesResponse> ListSchedules() = 0;

@@ -11,6 +11,7 @@
 #include "cli/views.h"
 #include "core/audit_chain.h"
 #include "core/auth.h"
+#include "core/lifecycle.h"
 #include "core/spec.h"
 #include "sys/ed25519.h"
 
@@ -204,6 +205,11 @@ int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
   req.set_source(o.file);
   auto r = c.ApplyWorkload(req);
   if (!r.ok()) return Fail(err, r.status());
+  if (r->workload().archived())
+    err << "note: workload " << r->workload().name()
+        << " is archived: it takes no new baselines or experiments until tunectl workload "
+           "unarchive "
+        << r->workload().name() << "\n";
   if (o.output == "json") {
     ojson j = WorkloadJson(r->workload());
     j["action"] = r->action();
@@ -219,9 +225,69 @@ int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
 int WorkloadList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::ListWorkloadsRequest req;
   SetPage(o, &req);
+  req.set_include_archived(o.all);
   auto r = c.ListWorkloads(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &WorkloadsTable, r->workloads(), &WorkloadJson);
+  return Emit(o, out, err, *r, o.all ? &WorkloadsTableWithArchived : &WorkloadsTable,
+              r->workloads(), &WorkloadListJson);
+}
+
+// The workload a verb of one workload names (positional or --workload): required.
+Status NeedWorkload(const CliOptions& o, const char* verb) {
+  if (!o.workload.empty()) return Status::Ok();
+  return Status::InvalidArgument(std::string("workload: missing; name it: tunectl workload ") +
+                                 verb + " NAME (tunectl workload list)");
+}
+
+int WorkloadShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  if (Status st = NeedWorkload(o, "show"); !st.ok()) return Fail(err, st);
+  auto d = c.GetWorkload(o.workload);
+  if (!d.ok()) return Fail(err, d.status());
+  switch (*f) {
+    case OutputFormat::kJson: out << WorkloadDetailJson(*d).dump(2) << "\n"; break;
+    case OutputFormat::kCsv: out << RenderCsv(WorkloadDetailCsv(*d)); break;
+    case OutputFormat::kTable: out << WorkloadDetailText(*d); break;
+  }
+  return 0;
+}
+
+int WorkloadDelete(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (Status st = NeedWorkload(o, "delete"); !st.ok()) return Fail(err, st);
+  auto w = c.DeleteWorkload(o.workload);
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WorkloadListJson(*w).dump(2) << "\n";
+  else
+    out << "workload " << w->name() << " deleted\n";
+  return 0;
+}
+
+int WorkloadArchive(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (Status st = NeedWorkload(o, "archive"); !st.ok()) return Fail(err, st);
+  auto w = c.ArchiveWorkload(o.workload);
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WorkloadListJson(*w).dump(2) << "\n";
+  else
+    out << "workload " << w->name() << " archived (" << w->archived_at()
+        << "): its history is kept; it is hidden from workload list (--all shows it) and takes "
+           "no new baselines, experiments or regression runs until tunectl workload unarchive "
+        << w->name() << "\n";
+  return 0;
+}
+
+int WorkloadUnarchive(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (Status st = NeedWorkload(o, "unarchive"); !st.ok()) return Fail(err, st);
+  auto w = c.UnarchiveWorkload(o.workload);
+  if (!w.ok()) return Fail(err, w.status());
+  if (o.output == "json")
+    out << WorkloadListJson(*w).dump(2) << "\n";
+  else
+    out << "workload " << w->name() << " unarchived: listed again and open to new baselines and "
+        << "experiments\n";
+  return 0;
 }
 
 int ShowBaseline(const v1::Baseline& b, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -305,8 +371,19 @@ int BaselineList(Client& c, const CliOptions& o, std::ostream& out, std::ostream
 }
 
 int RunList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.baseline != 0 && o.experiment != 0)
+    return Fail(err, Status::InvalidArgument(
+                         "--baseline and --experiment: give one (an experiment's runs are its own "
+                         "control and variant runs, not its baseline's)"));
+  if (o.baseline < 0 || o.experiment < 0)
+    return Fail(err,
+                Status::InvalidArgument(
+                    std::string(o.baseline < 0 ? "--baseline: " + std::to_string(o.baseline)
+                                               : "--experiment: " + std::to_string(o.experiment)) +
+                    " is not an id; allowed: a positive id"));
   v1::ListRunsRequest req;
   req.set_baseline_id(o.baseline);
+  req.set_experiment_id(o.experiment);
   SetPage(o, &req);
   auto r = c.ListRuns(req);
   if (!r.ok()) return Fail(err, r.status());
@@ -334,6 +411,25 @@ int AgentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& e
   auto r = c.ListAgents();
   if (!r.ok()) return Fail(err, r.status());
   return Emit(o, out, err, *r, &AgentsTable, r->agents(), &AgentJson);
+}
+
+int AgentRemove(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.name.empty())
+    return Fail(err,
+                Status::InvalidArgument(
+                    "agent: missing; name it: tunectl agent remove NAME (tunectl agent list)"));
+  auto r = c.RemoveAgent(o.name);
+  if (!r.ok()) return Fail(err, r.status());
+  if (o.output == "json") {
+    ojson j = AgentJson(r->agent());
+    j["requeued"] = r->requeued();
+    out << j.dump(2) << "\n";
+  } else {
+    out << "agent " << r->agent().name() << " removed from agent list";
+    if (r->requeued() > 0) out << "; " << r->requeued() << " unfinished run(s) it held requeued";
+    out << " (it is listed again if it registers again)\n";
+  }
+  return 0;
 }
 
 // --- the loop ---------------------------------------------------------------------------------
@@ -443,8 +539,11 @@ int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostre
 }
 
 int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (auto state = ParseExperimentStateFilter(o.state); !state.ok())
+    return Fail(err, state.status());
   v1::ListExperimentsRequest req;
   req.set_workload(o.workload);
+  req.set_state(o.state);
   SetPage(o, &req);
   auto r = c.ListExperiments(req);
   if (!r.ok()) return Fail(err, r.status());
@@ -492,15 +591,30 @@ int ExperimentFreeze(Client& c, const CliOptions& o, std::ostream& out, std::ost
 }
 
 int ConfigShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto cfg = c.GetConfig(o.workload);
+  v1::GetConfigRequest req;
+  req.set_workload(o.workload);
+  auto cfg = c.GetConfig(req);
   if (!cfg.ok()) return Fail(err, cfg.status());
   return ShowOne(*cfg, o, out, err, &ConfigJson, &ConfigDetail);
 }
 
 int ConfigExportCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto cfg = c.GetConfig(o.workload);
+  if (o.version < 0)
+    return Fail(err, Status::InvalidArgument("--version: " + std::to_string(o.version) +
+                                             " is not a config version; allowed: 1 or more (0 or "
+                                             "none = the current one)"));
+  v1::GetConfigRequest req;
+  req.set_workload(o.workload);
+  req.set_version(o.version);
+  auto cfg = c.GetConfig(req);
   if (!cfg.ok()) return Fail(err, cfg.status());
-  auto text = ConfigExport(*cfg, o.format);
+  // The version asked for (the server's `selected`), exported as the current one is.
+  v1::Config shown = *cfg;
+  if (cfg->has_selected()) *shown.mutable_current() = cfg->selected();
+  if (o.version > 0 && shown.current().version() != o.version)
+    return Fail(err, Status::NotFound("workload " + cfg->workload() + " has no config version " +
+                                      std::to_string(o.version)));
+  auto text = ConfigExport(shown, o.format);
   if (!text.ok()) return Fail(err, text.status());
   out << *text;
   return 0;
@@ -897,7 +1011,21 @@ int ExitCode(const Status& s) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> k = {
       {"workload", "apply", "create or update a workload from a YAML/JSON file", &WorkloadApply},
-      {"workload", "list", "list workloads", &WorkloadList},
+      {"workload", "list", "list workloads (--all: archived ones too)", &WorkloadList},
+      {"workload", "show",
+       "a workload's params (type, default, range, current value), metrics, run policy, config "
+       "version and history counts",
+       &WorkloadShow},
+      {"workload", "delete",
+       "delete a workload with no history (one with baselines, experiments, runs or log entries is "
+       "archived instead)",
+       &WorkloadDelete},
+      {"workload", "archive",
+       "keep a workload's history but hide it from workload list and refuse new baselines, "
+       "experiments and regression runs",
+       &WorkloadArchive},
+      {"workload", "unarchive", "list an archived workload again and let it take new work",
+       &WorkloadUnarchive},
       {"baseline", "create", "measure the current config: queue N runs (and --wait for them)",
        &BaselineCreate},
       {"baseline", "list", "list baselines", &BaselineList},
@@ -936,6 +1064,10 @@ const std::vector<Command>& Commands() {
       {"run", "list", "list runs, with why queued runs wait", &RunList},
       {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
       {"agent", "list", "list agents and their slots", &AgentList},
+      {"agent", "remove",
+       "take a disconnected agent off agent list (its unfinished runs are requeued); it comes back "
+       "when it registers again",
+       &AgentRemove},
       {"hypothesis", "create",
        "record a suspected bottleneck and the expected effect before testing it",
        &HypothesisCreate},
@@ -950,7 +1082,9 @@ const std::vector<Command>& Commands() {
       {"experiment", "freeze", "make an improved experiment's change the new config version",
        &ExperimentFreeze},
       {"config", "show", "the current config of a workload and its lineage", &ConfigShow},
-      {"config", "export", "the current config as json, yaml, env or args", &ConfigExportCmd},
+      {"config", "export",
+       "the current config (or --version N, a past one) as json, yaml, env or args",
+       &ConfigExportCmd},
       {"log", "", "the tuning log: every change tried, expected vs actual, decision", &Log},
       {"schedule", "create", "an off-peak window for batches (--window or --cron --duration, --tz)",
        &ScheduleCreate},

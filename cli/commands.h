@@ -61,7 +61,10 @@ struct CliOptions {
   std::vector<std::string> guardrails;  // goal set --guardrail "mfu >= 0.45" (repeatable)
   std::string role;                     // token create --role
   std::string agent;                    // token create --agent (role agent; default NAME)
-  bool all = false;                     // token list --all
+  bool all = false;                     // token list --all; workload list --all (archived too)
+  int64_t experiment = 0;               // run list --experiment
+  std::string state;                    // experiment list --state
+  int version = 0;                      // config export --version (0 = the current one)
   std::vector<CompletionCommand> completion;  // completion: the command tree main.cc built
 };
 

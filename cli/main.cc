@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     const bool names_workload = ((n == "baseline" || n == "experiment" || n == "hypothesis") &&
                                  (v == "create" || v == "run" || v == "list")) ||
                                 n == "config" || n == "log" || (n == "regress" && v != "resolve") ||
-                                n == "goal" || (n == "batch" && v == "create");
+                                n == "goal" || (n == "batch" && v == "create") ||
+                                (n == "workload" && v != "apply" && v != "list");
     if (names_workload) {
       sub->add_option("--workload", o.workload, "workload name (optional when there is one)");
       sub->add_option("workload", o.workload_positional, "workload name (or --workload)");
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
                       "role agent: the one agent name the token may register as (default NAME)");
     }
     if (n == "token" && v == "list") sub->add_flag("--all", o.all, "include revoked tokens");
+    if (n == "workload" && v == "list")
+      sub->add_flag("--all", o.all, "include archived workloads (an ARCHIVED column says when)");
+    if (n == "agent" && v == "remove")
+      sub->add_option("agent", o.name, "the agent's name (tunectl agent list)")->required();
     if (n == "context" && v == "use")
       sub->add_option("name", o.name, "the context to make current")->required();
     if (n == "completion") sub->add_option("shell", o.name, "bash or zsh")->required();
@@ -154,8 +159,12 @@ int main(int argc, char** argv) {
       sub->add_option("--guardrail", o.guardrails,
                       "METRIC >= X (or >, <=, <) that a freeze must keep (repeatable)");
     }
-    if (n == "config" && v == "export")
+    if (n == "config" && v == "export") {
       sub->add_option("--format", o.format, "json, yaml, env or args")->capture_default_str();
+      sub->add_option("--version", o.version,
+                      "a past config version N (tunectl config show lists them; default: the "
+                      "current one)");
+    }
     if (n == "hypothesis" && v == "create") {
       sub->add_option("--baseline", o.baseline,
                       "baseline to improve on (default: latest of the current config)");
@@ -170,8 +179,11 @@ int main(int argc, char** argv) {
       sub->add_option("--baseline", o.baseline,
                       "baseline to compare with (default: latest of the current config)");
       sub->add_option("--hypothesis", o.hypothesis, "the hypothesis this experiment tests");
-      sub->add_option("--repeats", o.repeats, "runs per arm (default: the workload's run.repeats)")
-          ->check(CLI::Range(1, 1000));
+      sub->add_option("--repeats", o.repeats,
+                      "the cap on runs per arm: runs come in control/variant pairs and stop as "
+                      "soon as the verdict is clear, at most this many pairs (default: max(10, 2 "
+                      "x run.repeats); 2..500)")
+          ->check(CLI::Range(2, 500));
       sub->add_flag("--wait", o.wait, "wait for the verdict, showing progress");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
     }
@@ -232,11 +244,18 @@ int main(int argc, char** argv) {
       sub->add_option("id", o.id, "regression id (tunectl regress show)")->required();
       sub->add_option("--reason", o.reason, "what fixed it (kept in the tuning log)")->required();
     }
-    if ((v == "show" && n != "config" && n != "regress" && n != "goal") || v == "cancel" ||
-        v == "freeze" || v == "advise")
+    if ((v == "show" && n != "config" && n != "regress" && n != "goal" && n != "workload") ||
+        v == "cancel" || v == "freeze" || v == "advise")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
-    if (n == "run" && v == "list")
+    if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
+      sub->add_option("--experiment", o.experiment,
+                      "only the runs of this experiment, control and variant");
+    }
+    if (n == "experiment" && v == "list")
+      sub->add_option("--state", o.state,
+                      "only experiments in this state: running, measured, decided, frozen, "
+                      "closed or cancelled");
     // Every list pages: the newest 50 (workloads: the first 50 by name), oldest first.
     const bool paged = (v == "list" && n != "agent" && n != "schedule") || n == "log";
     if (paged) {

@@ -67,6 +67,10 @@ Result<std::string> RenderCompletion(const std::string& shell,
        "return ;;\n"
        "    --hypothesis) COMPREPLY=($(compgen -W \"$(_tunectl_ids hypotheses)\" -- \"$cur\")); "
        "return ;;\n"
+       "    --experiment) COMPREPLY=($(compgen -W \"$(_tunectl_ids experiments)\" -- \"$cur\")); "
+       "return ;;\n"
+       "    --state) COMPREPLY=($(compgen -W \"running measured decided frozen closed cancelled\" "
+       "-- \"$cur\")); return ;;\n"
        "    --schedule) COMPREPLY=($(compgen -W \"$(_tunectl_ids schedules)\" -- \"$cur\")); "
        "return ;;\n"
        "    --vary|--param) COMPREPLY=($(compgen -W \"$(_tunectl_ids params)\" -- \"$cur\")); "
@@ -97,6 +101,7 @@ Result<std::string> RenderCompletion(const std::string& shell,
        "    case \"$pos\" in\n"
        "      workload) COMPREPLY=($(compgen -W \"$(_tunectl_ids workloads)\" -- \"$cur\")) ;;\n"
        "      id) COMPREPLY=($(compgen -W \"$(_tunectl_ids \"$noun\")\" -- \"$cur\")) ;;\n"
+       "      agent) COMPREPLY=($(compgen -W \"$(_tunectl_ids agents)\" -- \"$cur\")) ;;\n"
        "      context) COMPREPLY=($(compgen -W \"$(_tunectl_ids contexts)\" -- \"$cur\")) ;;\n"
        "      shell) COMPREPLY=($(compgen -W \"bash zsh\" -- \"$cur\")) ;;\n"
        "    esac\n"
@@ -195,10 +200,12 @@ int CompleteCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
     if (auto r = c.ListWorkloads(page(v1::ListWorkloadsRequest{})); r.ok())
       for (const auto& w : r->workloads()) out << w.name() << "\n";
   } else if (kind == "params") {
-    if (auto r = c.ListWorkloads(page(v1::ListWorkloadsRequest{})); r.ok() && r->workloads_size())
-      if (auto cfg = c.GetConfig(o.workload.empty() ? r->workloads(0).name() : o.workload);
-          cfg.ok())
+    if (auto r = c.ListWorkloads(page(v1::ListWorkloadsRequest{})); r.ok() && r->workloads_size()) {
+      v1::GetConfigRequest get;
+      get.set_workload(o.workload.empty() ? r->workloads(0).name() : o.workload);
+      if (auto cfg = c.GetConfig(get); cfg.ok())
         for (const auto& [name, value] : cfg->current().params()) out << name << "=\n";
+    }
   } else if (kind == "baseline" || kind == "baselines") {
     if (auto r = c.ListBaselines(page(v1::ListBaselinesRequest{})); r.ok())
       for (const auto& b : r->baselines()) out << b.id() << "\n";
@@ -214,6 +221,9 @@ int CompleteCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   } else if (kind == "run" || kind == "runs") {
     if (auto r = c.ListRuns(page(v1::ListRunsRequest{})); r.ok())
       for (const auto& run : r->runs()) out << run.id() << "\n";
+  } else if (kind == "agents") {
+    if (auto r = c.ListAgents(); r.ok())
+      for (const auto& a : r->agents()) out << a.name() << "\n";
   } else if (kind == "schedules") {
     if (auto r = c.ListSchedules(); r.ok())
       for (const auto& s : r->schedules()) out << s.name() << "\n";

@@ -344,4 +344,119 @@ Table AgentsTable(const v1::ListAgentsResponse& r) {
   return t;
 }
 
+// --- workload show, workload list --all (issue 16) --------------------------------------------
+
+ojson WorkloadListJson(const v1::Workload& w) {
+  ojson j = WorkloadJson(w);
+  j["archived"] = w.archived();
+  j["archived_at"] = w.archived_at().empty() ? ojson(nullptr) : ojson(w.archived_at());
+  return j;
+}
+
+Table WorkloadsTableWithArchived(const v1::ListWorkloadsResponse& r) {
+  Table t = WorkloadsTable(r);
+  t.headers.insert(t.headers.begin() + 1, "archived");
+  for (int i = 0; i < r.workloads_size() && i < static_cast<int>(t.rows.size()); ++i) {
+    const auto& w = r.workloads(i);
+    t.rows[static_cast<size_t>(i)].insert(t.rows[static_cast<size_t>(i)].begin() + 1,
+                                          w.archived() ? w.archived_at() : "-");
+  }
+  return t;
+}
+
+ojson WorkloadDetailJson(const v1::WorkloadDetail& d) {
+  const v1::Workload& w = d.workload();
+  ojson j;
+  j["name"] = w.name();
+  j["description"] = w.description();
+  j["archived"] = w.archived();
+  j["archived_at"] = w.archived_at().empty() ? ojson(nullptr) : ojson(w.archived_at());
+  j["archived_by"] = d.archived_by().empty() ? ojson(nullptr) : ojson(d.archived_by());
+  j["config_version"] = w.config_version();
+  j["spec_revision"] = w.spec_revision();
+  j["created_at"] = w.created_at();
+  ojson params = ojson::array();
+  for (const auto& p : d.params()) {
+    ojson pj;
+    pj["name"] = p.name();
+    pj["type"] = p.type();
+    pj["default"] = p.default_value();
+    pj["range"] = p.range().empty() ? ojson(nullptr) : ojson(p.range());
+    pj["current"] = p.current();
+    if (!p.description().empty()) pj["description"] = p.description();
+    params.push_back(pj);
+  }
+  j["params"] = params;
+  j["coupled"] = ojson::array();
+  for (const auto& g : d.coupled()) j["coupled"].push_back(g);
+  ojson metrics = ojson::array();
+  for (const auto& m : d.metrics()) {
+    ojson mj;
+    mj["name"] = m.name();
+    mj["role"] = m.role();
+    mj["better"] = m.better();
+    mj["unit"] = m.unit();
+    mj["source"] = m.source();
+    mj["min_effect"] = m.min_effect();
+    mj["tolerance"] = m.tolerance();
+    metrics.push_back(mj);
+  }
+  j["metrics"] = metrics;
+  j["run_policy"] = d.run_policy();
+  j["history"] = {{"baselines", d.baselines()},
+                  {"experiments", d.experiments()},
+                  {"runs", d.runs()},
+                  {"log_entries", d.log_entries()}};
+  return j;
+}
+
+// One row per parameter and per metric (kind says which); the columns that do not apply are "".
+Table WorkloadDetailCsv(const v1::WorkloadDetail& d) {
+  Table t{{"kind", "name", "type", "default", "range", "current", "role", "better", "unit",
+           "source", "min_effect"},
+          {}};
+  for (const auto& p : d.params())
+    t.rows.push_back({"param", p.name(), p.type(), p.default_value(), p.range(), p.current(), "",
+                      "", "", "", ""});
+  for (const auto& m : d.metrics())
+    t.rows.push_back({"metric", m.name(), "", "", "", "", m.role(), m.better(), m.unit(),
+                      m.source(), FormatNumber(m.min_effect())});
+  return t;
+}
+
+std::string WorkloadDetailText(const v1::WorkloadDetail& d) {
+  const v1::Workload& w = d.workload();
+  std::string out =
+      "Workload " + w.name() + (w.description().empty() ? "" : ": " + w.description()) + "\n";
+  if (w.archived())
+    out += "archived: " + w.archived_at() +
+           (d.archived_by().empty() ? "" : " by " + d.archived_by()) +
+           " (hidden from workload list; tunectl workload unarchive " + w.name() + ")\n";
+  out += "config: v" + std::to_string(w.config_version()) + ", spec revision " +
+         std::to_string(w.spec_revision()) + ", created " + w.created_at() + "\n";
+  out += "run policy: " + d.run_policy() + "\n";
+  out += "history: " + std::to_string(d.baselines()) + " baseline(s), " +
+         std::to_string(d.experiments()) + " experiment(s), " + std::to_string(d.runs()) +
+         " run(s), " + std::to_string(d.log_entries()) + " log entr" +
+         (d.log_entries() == 1 ? "y" : "ies") + "\n\nparams:\n";
+  Table params{{"name", "type", "default", "range", "current"}, {}};
+  for (const auto& p : d.params())
+    params.rows.push_back({p.name(), p.type(), p.default_value(),
+                           p.range().empty() ? "-" : p.range(),
+                           p.current() + (p.current() != p.default_value() ? " *" : "")});
+  out += RenderTable(params);
+  if (d.coupled_size() > 0) {
+    out += "coupled:";
+    for (const auto& g : d.coupled()) out += " " + g;
+    out += "\n";
+  }
+  out += "\nmetrics:\n";
+  Table metrics{{"name", "role", "better", "unit", "min effect", "source"}, {}};
+  for (const auto& m : d.metrics())
+    metrics.rows.push_back({m.name(), m.role(), m.better(), m.unit().empty() ? "-" : m.unit(),
+                            FormatPercent(m.min_effect()), m.source()});
+  out += RenderTable(metrics);
+  return out;
+}
+
 }  // namespace tunectl

@@ -112,4 +112,14 @@ std::string WatchLine(const v1::Watch& w);
 std::string FormatP(double p);
 std::string FormatCi(double lo, double hi);  // "[+1.2%, +3.4%]"
 
+// `workload show` (issue 16): the spec summarised (params with type, default, range and current
+// value; metrics with role and source; the run policy), the current config, what it has recorded.
+ojson WorkloadDetailJson(const v1::WorkloadDetail& d);
+std::string WorkloadDetailText(const v1::WorkloadDetail& d);
+Table WorkloadDetailCsv(const v1::WorkloadDetail& d);  // one row per param and metric
+// `workload list`: WorkloadJson with archived / archived_at; with --all, the table's ARCHIVED
+// column (when, or "-").
+ojson WorkloadListJson(const v1::Workload& w);
+Table WorkloadsTableWithArchived(const v1::ListWorkloadsResponse& r);
+
 }  // namespace tunectl

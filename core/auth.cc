@@ -12,9 +12,10 @@ namespace {
 constexpr std::string_view kTuning = "/tunectl.v1.TuningService/";
 
 // The one table: every RPC and the least role that may call it.
-constexpr std::array<std::pair<std::string_view, Role>, 39> kTable{{
+constexpr std::array<std::pair<std::string_view, Role>, 44> kTable{{
     // reads
     {"ListWorkloads", Role::kViewer},
+    {"GetWorkload", Role::kViewer},
     {"GetBaseline", Role::kViewer},
     {"ListBaselines", Role::kViewer},
     {"AdviseBaseline", Role::kViewer},
@@ -36,6 +37,10 @@ constexpr std::array<std::pair<std::string_view, Role>, 39> kTable{{
     {"WhoAmI", Role::kViewer},
     // the loop's steps
     {"ApplyWorkload", Role::kOperator},
+    {"DeleteWorkload", Role::kOperator},
+    {"ArchiveWorkload", Role::kOperator},
+    {"UnarchiveWorkload", Role::kOperator},
+    {"RemoveAgent", Role::kOperator},
     {"CreateBaseline", Role::kOperator},
     {"CancelBaseline", Role::kOperator},
     {"SetGoal", Role::kOperator},

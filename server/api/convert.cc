@@ -39,6 +39,44 @@ void ToProto(const WorkloadRow& w, v1::Workload* out) {
   out->set_spec_json(w.spec_json);
   out->set_created_at(w.created_at);
   out->set_spec_revision(w.spec_revision);
+  out->set_archived(w.archived());
+  out->set_archived_at(w.archived_at);
+}
+
+void ToProto(const WorkloadDetailRow& d, v1::WorkloadDetail* out) {
+  const WorkloadRow& w = d.workload;
+  ToProto(w, out->mutable_workload());
+  for (const auto& p : w.spec.params) {
+    auto* o = out->add_params();
+    o->set_name(p.name);
+    o->set_type(ParamTypeName(p.type));
+    o->set_default_value(p.default_value);
+    o->set_range(ParamRangeText(p));
+    auto cur = w.config_params.find(p.name);
+    o->set_current(cur == w.config_params.end() ? p.default_value : cur->second);
+    o->set_description(p.description);
+  }
+  for (const auto& m : w.spec.metrics) {
+    auto* o = out->add_metrics();
+    o->set_name(m.name);
+    o->set_role(RoleName(m.role));
+    o->set_better(BetterName(m.better));
+    o->set_unit(m.unit);
+    o->set_source(MetricSourceText(m));
+    o->set_min_effect(m.min_effect);
+    o->set_tolerance(m.tolerance);
+  }
+  for (const auto& group : w.spec.coupled) {
+    std::string g;
+    for (const auto& name : group) g += (g.empty() ? "" : "+") + name;
+    out->add_coupled(g);
+  }
+  out->set_run_policy(RunPolicyText(w.spec.run));
+  out->set_baselines(d.history.baselines);
+  out->set_experiments(d.history.experiments);
+  out->set_runs(d.history.runs);
+  out->set_log_entries(d.history.log_entries);
+  out->set_archived_by(w.archived_by);
 }
 
 void ToProto(const AuditCheck& a, v1::AuditReport* out) {
@@ -388,7 +426,10 @@ void ToProto(const ConfigRow& c, v1::Config* out) {
     p->set_created_at(v.created_at);
     p->set_current(v.current);
     p->set_reason(v.reason);
-    if (v.current) *out->mutable_current() = *p;
+    if (v.current) {
+      *out->mutable_current() = *p;
+      *out->mutable_selected() = *p;
+    }
   }
 }
 

@@ -13,6 +13,8 @@ grpc::Status ToGrpc(const Status& s);
 
 void ToProto(const TokenRow& t, v1::Token* out);  // never a secret: rows hold none
 void ToProto(const WorkloadRow& w, v1::Workload* out);
+// `workload show`: the spec summarised (core/lifecycle.h), the current config, the history.
+void ToProto(const WorkloadDetailRow& d, v1::WorkloadDetail* out);
 void ToProto(const BaselineRow& b, v1::Baseline* out);
 void ToProto(const AdvisorReport& r, v1::AdvisorReport* out);
 void ToProto(const GoalRow& g, v1::Goal* out);

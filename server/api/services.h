@@ -49,6 +49,16 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest*, v1::Run*) override;
   grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
                           v1::ListAgentsResponse*) override;
+  grpc::Status RemoveAgent(grpc::ServerContext*, const v1::RemoveAgentRequest*,
+                           v1::RemoveAgentResponse*) override;
+  grpc::Status GetWorkload(grpc::ServerContext*, const v1::GetWorkloadRequest*,
+                           v1::WorkloadDetail*) override;
+  grpc::Status DeleteWorkload(grpc::ServerContext*, const v1::DeleteWorkloadRequest*,
+                              v1::Workload*) override;
+  grpc::Status ArchiveWorkload(grpc::ServerContext*, const v1::ArchiveWorkloadRequest*,
+                               v1::Workload*) override;
+  grpc::Status UnarchiveWorkload(grpc::ServerContext*, const v1::UnarchiveWorkloadRequest*,
+                                 v1::Workload*) override;
   grpc::Status CreateHypothesis(grpc::ServerContext*, const v1::CreateHypothesisRequest*,
                                 v1::Hypothesis*) override;
   grpc::Status GetHypothesis(grpc::ServerContext*, const v1::GetHypothesisRequest*,

@@ -1,6 +1,7 @@
 #include <chrono>
 
 #include "core/experiment.h"
+#include "core/lifecycle.h"
 #include "core/names.h"
 #include "core/paging.h"
 #include "core/regression.h"
@@ -122,11 +123,67 @@ grpc::Status TuningServiceImpl::ListWorkloads(grpc::ServerContext* ctx,
   TUNECTL_AUTHORIZE(ListWorkloads);
   auto page = PageOf(kWorkloadPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
-  auto r = store_->ListWorkloads(*page);
+  auto r = store_->ListWorkloads(*page, req->include_archived());
   if (!r.ok()) return ToGrpc(r.status());
   if (auto st = NextPage(kWorkloadPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
     return ToGrpc(st);
   for (const auto& w : r->rows) ToProto(w, resp->add_workloads());
+  return grpc::Status::OK;
+}
+
+namespace {
+
+// The workload a request names: required (no "the only one" here: these verbs change or show
+// one workload by name).
+Status NeedWorkloadName(const std::string& name) {
+  if (name.empty())
+    return Status::InvalidArgument("name: missing; name the workload (tunectl workload list)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+grpc::Status TuningServiceImpl::GetWorkload(grpc::ServerContext* ctx,
+                                            const v1::GetWorkloadRequest* req,
+                                            v1::WorkloadDetail* resp) {
+  TUNECTL_AUTHORIZE(GetWorkload);
+  if (Status st = NeedWorkloadName(req->name()); !st.ok()) return ToGrpc(st);
+  auto d = store_->DescribeWorkload(req->name());
+  if (!d.ok()) return ToGrpc(d.status());
+  ToProto(*d, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::DeleteWorkload(grpc::ServerContext* ctx,
+                                               const v1::DeleteWorkloadRequest* req,
+                                               v1::Workload* resp) {
+  TUNECTL_AUTHORIZE(DeleteWorkload);
+  if (Status st = NeedWorkloadName(req->name()); !st.ok()) return ToGrpc(st);
+  auto w = store_->DeleteWorkload(req->name(), ActorOf(*who));
+  if (!w.ok()) return ToGrpc(w.status());
+  ToProto(*w, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::ArchiveWorkload(grpc::ServerContext* ctx,
+                                                const v1::ArchiveWorkloadRequest* req,
+                                                v1::Workload* resp) {
+  TUNECTL_AUTHORIZE(ArchiveWorkload);
+  if (Status st = NeedWorkloadName(req->name()); !st.ok()) return ToGrpc(st);
+  auto w = store_->SetWorkloadArchived(req->name(), true, ActorOf(*who));
+  if (!w.ok()) return ToGrpc(w.status());
+  ToProto(*w, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::UnarchiveWorkload(grpc::ServerContext* ctx,
+                                                  const v1::UnarchiveWorkloadRequest* req,
+                                                  v1::Workload* resp) {
+  TUNECTL_AUTHORIZE(UnarchiveWorkload);
+  if (Status st = NeedWorkloadName(req->name()); !st.ok()) return ToGrpc(st);
+  auto w = store_->SetWorkloadArchived(req->name(), false, ActorOf(*who));
+  if (!w.ok()) return ToGrpc(w.status());
+  ToProto(*w, resp);
   return grpc::Status::OK;
 }
 
@@ -172,7 +229,13 @@ grpc::Status TuningServiceImpl::ListRuns(grpc::ServerContext* ctx, const v1::Lis
   TUNECTL_AUTHORIZE(ListRuns);
   auto page = PageOf(kRunPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
-  auto runs = store_->ListRuns(req->baseline_id(), *page);
+  if (req->baseline_id() < 0 || req->experiment_id() < 0)
+    return ToGrpc(Status::InvalidArgument(
+        std::string(req->baseline_id() < 0
+                        ? "--baseline: " + std::to_string(req->baseline_id())
+                        : "--experiment: " + std::to_string(req->experiment_id())) +
+        " is not an id; allowed: a positive id"));
+  auto runs = store_->ListRuns(req->baseline_id(), *page, req->experiment_id());
   if (!runs.ok()) return ToGrpc(runs.status());
   if (auto st = NextPage(kRunPages, *page, *runs, resp->mutable_next_page_token()); !st.ok())
     return ToGrpc(st);
@@ -200,6 +263,20 @@ grpc::Status TuningServiceImpl::ListAgents(grpc::ServerContext* ctx,
   auto r = store_->ListAgents();
   if (!r.ok()) return ToGrpc(r.status());
   for (const auto& a : *r) ToProto(a, resp->add_agents());
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::RemoveAgent(grpc::ServerContext* ctx,
+                                            const v1::RemoveAgentRequest* req,
+                                            v1::RemoveAgentResponse* resp) {
+  TUNECTL_AUTHORIZE(RemoveAgent);
+  if (req->name().empty())
+    return ToGrpc(Status::InvalidArgument("name: missing; name the agent (tunectl agent list)"));
+  auto r = store_->RemoveAgent(req->name(), ActorOf(*who));
+  if (!r.ok()) return ToGrpc(r.status());
+  if (r->requeued > 0) dispatcher_->Notify();
+  ToProto(r->agent, resp->mutable_agent());
+  resp->set_requeued(r->requeued);
   return grpc::Status::OK;
 }
 
@@ -285,7 +362,9 @@ grpc::Status TuningServiceImpl::ListExperiments(grpc::ServerContext* ctx,
   TUNECTL_AUTHORIZE(ListExperiments);
   auto page = PageOf(kExperimentPages, *req, clock_->NowMs());
   if (!page.ok()) return ToGrpc(page.status());
-  auto r = store_->ListExperiments(req->workload(), *page);
+  auto state = ParseExperimentStateFilter(req->state());
+  if (!state.ok()) return ToGrpc(state.status());
+  auto r = store_->ListExperiments(req->workload(), *page, *state);
   if (!r.ok()) return ToGrpc(r.status());
   if (auto st = NextPage(kExperimentPages, *page, *r, resp->mutable_next_page_token()); !st.ok())
     return ToGrpc(st);
@@ -343,7 +422,13 @@ grpc::Status TuningServiceImpl::GetConfig(grpc::ServerContext* ctx, const v1::Ge
   TUNECTL_AUTHORIZE(GetConfig);
   auto c = store_->GetConfig(req->workload());
   if (!c.ok()) return ToGrpc(c.status());
+  auto version = CheckConfigVersion(c->workload, req->version(),
+                                    c->lineage.empty() ? 0 : c->lineage.back().version);
+  if (!version.ok()) return ToGrpc(version.status());
   ToProto(*c, resp);
+  if (*version)
+    for (const auto& v : resp->lineage())
+      if (v.version() == **version) *resp->mutable_selected() = v;
   return grpc::Status::OK;
 }
 

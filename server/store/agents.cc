@@ -49,7 +49,8 @@ Result<int64_t> Store::RegisterAgent(const std::string& name, const LabelMap& la
         "EXCLUDED.labels, slots = EXCLUDED.slots, version = EXCLUDED.version, connected = true, "
         "session = EXCLUDED.session, last_seen = tunectl_now(), instance = EXCLUDED.instance, "
         "host = EXCLUDED.host, busy = EXCLUDED.busy, unhealthy = EXCLUDED.unhealthy, "
-        "isolated_slots = EXCLUDED.isolated_slots, executor = EXCLUDED.executor RETURNING id",
+        "isolated_slots = EXCLUDED.isolated_slots, executor = EXCLUDED.executor, removed_at = "
+        "NULL RETURNING id",
         name, MapToJson(labels), slots, version, session, claim.instance, claim.host, node.busy,
         node.unhealthy, node.isolated_slots, node.executor.empty() ? "local" : node.executor);
     const int64_t id = r[0].as<int64_t>();
@@ -78,7 +79,8 @@ Status Store::TouchAgents(const std::vector<AgentBeat>& beats) {
     // agent was expired from its stale last_seen.
     w.exec_params0(
         "UPDATE agents a SET last_seen = tunectl_now(), connected = true, busy = b.busy, "
-        "unhealthy = b.unhealthy FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[]) "
+        "unhealthy = b.unhealthy, removed_at = NULL FROM unnest($1::bigint[], $2::text[], "
+        "$3::bool[], $4::text[]) "
         "AS b(id, session, busy, unhealthy) WHERE a.id = b.id AND a.session = b.session",
         PgArray(ids), PgArray(sessions), PgArray(busy), PgArray(unhealthy));
     return true;
@@ -98,34 +100,72 @@ Status Store::DisconnectAgent(int64_t agent_id, const std::string& session, bool
   }));
 }
 
+namespace {
+
+// The agents not removed, by name (ListAgents; RemoveAgent reports the one it removes).
+std::vector<AgentRow> ListAgentsTx(pqxx::work& w, const std::string& where = "true") {
+  std::vector<AgentRow> out;
+  auto r = w.exec(
+      Sql("SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
+          "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
+          "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
+          "{held}) AS running, a.busy AS busy, a.unhealthy AS unhealthy, a.isolated_slots AS "
+          "isolated_slots, a.executor AS executor FROM agents a WHERE a.removed_at IS NULL AND ") +
+      where + " ORDER BY a.name");
+  for (const auto& row : r) {
+    AgentRow a;
+    a.id = row["id"].as<int64_t>();
+    a.name = row["name"].as<std::string>();
+    a.labels = JsonToMap(row["labels"].as<std::string>());
+    a.slots = row["slots"].as<int>();
+    a.connected = row["connected"].as<bool>();
+    a.version = row["version"].as<std::string>();
+    a.last_seen = row["last_seen"].as<std::string>();
+    a.running = row["running"].as<int>();
+    a.busy = row["busy"].as<bool>();
+    a.unhealthy = row["unhealthy"].as<std::string>();
+    a.isolated_slots = row["isolated_slots"].as<bool>();
+    a.executor = row["executor"].as<std::string>();
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<AgentRow>> Store::ListAgents() {
   return InTx<std::vector<AgentRow>>(
-      pool_, clock_, [&](pqxx::work& w) -> Result<std::vector<AgentRow>> {
-        std::vector<AgentRow> out;
-        auto r = w.exec(
-            Sql("SELECT a.id AS id, a.name AS name, a.labels::text AS labels, a.slots AS slots, "
-                "a.connected AS connected, a.version AS version, tunectl_ts(a.last_seen) AS "
-                "last_seen, (SELECT count(*) FROM runs r WHERE r.agent_id = a.id AND r.state IN "
-                "{held}) AS running, a.busy AS busy, a.unhealthy AS unhealthy, a.isolated_slots AS "
-                "isolated_slots, a.executor AS executor FROM agents a ORDER BY a.name"));
-        for (const auto& row : r) {
-          AgentRow a;
-          a.id = row["id"].as<int64_t>();
-          a.name = row["name"].as<std::string>();
-          a.labels = JsonToMap(row["labels"].as<std::string>());
-          a.slots = row["slots"].as<int>();
-          a.connected = row["connected"].as<bool>();
-          a.version = row["version"].as<std::string>();
-          a.last_seen = row["last_seen"].as<std::string>();
-          a.running = row["running"].as<int>();
-          a.busy = row["busy"].as<bool>();
-          a.unhealthy = row["unhealthy"].as<std::string>();
-          a.isolated_slots = row["isolated_slots"].as<bool>();
-          a.executor = row["executor"].as<std::string>();
-          out.push_back(a);
-        }
-        return out;
-      });
+      pool_, clock_,
+      [&](pqxx::work& w) -> Result<std::vector<AgentRow>> { return ListAgentsTx(w); });
+}
+
+Result<AgentRemoval> Store::RemoveAgent(const std::string& name, const std::string& actor) {
+  return InTx<AgentRemoval>(pool_, clock_, [&](pqxx::work& w) -> Result<AgentRemoval> {
+    // The agent row first, alone (the lock order of ExpireAgents), then its runs' owners.
+    auto a = w.exec_params(
+        "SELECT id, connected FROM agents WHERE name = $1 AND removed_at IS NULL FOR UPDATE", name);
+    if (a.empty()) {
+      std::string known;
+      for (const auto& r : w.exec("SELECT name FROM agents WHERE removed_at IS NULL ORDER BY name"))
+        known += (known.empty() ? "" : ", ") + r[0].as<std::string>();
+      return Status::NotFound("agent \"" + name + "\" not found; known agents: " +
+                              (known.empty() ? std::string("none") : known));
+    }
+    const int64_t id = a[0]["id"].as<int64_t>();
+    if (Status st = CheckAgentRemovable(name, a[0]["connected"].as<bool>()); !st.ok()) return st;
+    AgentRemoval out;
+    for (const auto& row : ListAgentsTx(w, "a.id = " + std::to_string(id))) out.agent = row;
+    // Runs kept for it while it might come back (a disconnect within --agent-timeout) go back to
+    // the queue now, as ExpireAgents would put them.
+    std::vector<int64_t> runs;
+    for (const auto& r :
+         w.exec_params(Sql("SELECT id FROM runs WHERE agent_id = $1 AND state IN {held}"), id))
+      runs.push_back(r[0].as<int64_t>());
+    out.requeued = RequeueRuns(w, runs, "agent " + name + " was removed", actor);
+    w.exec_params0("UPDATE agents SET removed_at = tunectl_now() WHERE id = $1", id);
+    Audit(w, actor, "agent.removed", "agent", id, {{"name", name}, {"requeued", out.requeued}});
+    return out;
+  });
 }
 
 Result<Reconciled> Store::ReconcileAgentRuns(int64_t agent_id, const std::vector<RunRef>& active) {

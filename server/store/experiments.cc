@@ -370,12 +370,23 @@ Result<int64_t> CreateExperimentTx(pqxx::work& w, const ExperimentIn& in,
                                      " differs from hypothesis " + std::to_string(hyp->id) +
                                      "'s baseline " + std::to_string(hyp->baseline_id));
   }
+  // An archived workload is refused first, before what its baselines would say.
+  if (const std::string& named = in.workload.empty() && hyp ? hyp->workload : in.workload;
+      !named.empty()) {
+    auto wl = LoadWorkload(w, named);
+    if (!wl.ok()) return wl.status();
+    if (Status st = CheckNotArchived(wl->name, wl->archived(), "a new experiment"); !st.ok())
+      return st;
+  }
   auto b = ResolveBaseline(w, in.workload.empty() && hyp ? hyp->workload : in.workload,
                            in.baseline_id > 0 ? in.baseline_id : (hyp ? hyp->baseline_id : 0));
   if (!b.ok()) return b.status();
   if (b->state != "completed")
     return Status::FailedPrecondition("baseline " + std::to_string(b->id) + " is " + b->state +
                                       "; an experiment compares against a completed baseline");
+  if (Status st = CheckNotArchived(b->workload.name, b->workload.archived(), "a new experiment");
+      !st.ok())
+    return st;
   const WorkloadSpec& spec = b->workload.spec;
   std::vector<std::string> vary = in.vary;
   if (vary.empty() && hyp) vary = VaryArgs(hyp->change);
@@ -580,7 +591,8 @@ Result<ExperimentRow> Store::GetExperiment(int64_t id) {
   });
 }
 
-Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page) {
+Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload, const Page& page,
+                                                    std::optional<ExperimentState> state) {
   return InTx<Paged<ExperimentRow>>(
       pool_, clock_, [&](pqxx::work& w) -> Result<Paged<ExperimentRow>> {
         std::string where = "true";
@@ -589,6 +601,7 @@ Result<Paged<ExperimentRow>> Store::ListExperiments(const std::string& workload,
           if (!wl.ok()) return wl.status();
           where = "e.workload_id = " + std::to_string(wl->id);
         }
+        if (state) where += " AND e.state = " + w.quote(Name(*state));
         std::vector<ExperimentRow> rows;
         for (const auto& r :
              w.exec(Sql(kExperimentSelect) + "WHERE " + where +

@@ -207,6 +207,14 @@ RunRow RunFromRow(const pqxx::row& r) {
 
 Result<int64_t> CreateBaselineTx(pqxx::work& w, const WorkloadRow& wl, int repeats,
                                  const std::string& actor, const BaselineExtras& x) {
+  // Also a periodic check of an archived workload: QueueDueChecks skips it.
+  if (Status st =
+          CheckNotArchived(wl.name, wl.archived(),
+                           x.purpose == "stability"
+                               ? "a new stability run"
+                               : (x.purpose == "check" ? "a periodic check" : "a new baseline"));
+      !st.ok())
+    return st;
   auto launch = BindLaunch(wl.spec, wl.config_params);
   if (!launch.ok()) return launch.status();
   auto opt = [](int64_t v) { return v ? std::optional<int64_t>(v) : std::nullopt; };
@@ -422,16 +430,24 @@ Result<Paged<BaselineRow>> Store::ListBaselines(const std::string& workload, con
   });
 }
 
-Result<Paged<RunRow>> Store::ListRuns(int64_t baseline_id, const Page& page) {
+Result<Paged<RunRow>> Store::ListRuns(int64_t baseline_id, const Page& page,
+                                      int64_t experiment_id) {
   return InTx<Paged<RunRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<RunRow>> {
     std::string where = "true";
+    if (experiment_id > 0) {
+      if (w.exec_params("SELECT 1 FROM experiments WHERE id = $1", experiment_id).empty())
+        return Status::NotFound("experiment " + std::to_string(experiment_id) +
+                                " not found (tunectl experiment list)");
+      // Both arms: control and variant runs.
+      where = "r.experiment_id = " + std::to_string(experiment_id);
+    }
     if (baseline_id > 0) {
       auto b =
           w.exec_params("SELECT source_experiment_id FROM baselines WHERE id = $1", baseline_id);
       if (b.empty())
         return Status::NotFound("baseline " + std::to_string(baseline_id) + " not found");
       // A baseline's runs (BASELINE_RUNS), written so that each side walks its own index.
-      where = "(r.baseline_id = " + std::to_string(baseline_id);
+      where += " AND (r.baseline_id = " + std::to_string(baseline_id);
       if (!b[0][0].is_null())
         where += " OR (r.experiment_id = " + b[0][0].as<std::string>() + " AND r.arm = 'variant')";
       where += ")";

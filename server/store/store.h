@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/experiment.h"
 #include "core/goal.h"
+#include "core/lifecycle.h"
 #include "core/metrics.h"
 #include "core/paging.h"
 #include "core/runs.h"
@@ -52,6 +53,14 @@ struct WorkloadRow {
   int config_version = 0;
   ParamValues config_params;
   std::string created_at;
+  std::string archived_at, archived_by;  // "" unless archived
+  bool archived() const { return !archived_at.empty(); }
+};
+
+// `workload show`: the workload and what it has recorded.
+struct WorkloadDetailRow {
+  WorkloadRow workload;
+  WorkloadHistory history;
 };
 
 struct ApplyResult {
@@ -131,6 +140,11 @@ struct AgentRow {
   std::string last_seen;
   bool isolated_slots = false;
   std::string executor = "local";
+};
+
+struct AgentRemoval {
+  AgentRow agent;
+  int requeued = 0;  // runs it still held: queued again as a new attempt (or lost)
 };
 
 // What an agent needs to execute a claimed run.
@@ -447,8 +461,22 @@ class Store {
                                     const std::string& actor);
   // Lists page (core/paging.h): `page` is validated by the caller (ResolvePage); each list reads
   // only its page, newest first by id (workloads by name), from indexes (migrations/0011).
-  Result<Paged<WorkloadRow>> ListWorkloads(const Page& page = Page());
+  // Archived workloads only with `include_archived`.
+  Result<Paged<WorkloadRow>> ListWorkloads(const Page& page = Page(),
+                                           bool include_archived = false);
   Result<WorkloadRow> GetWorkload(const std::string& name);
+  // The workload and its history counted (baselines, experiments, runs, log entries).
+  Result<WorkloadDetailRow> DescribeWorkload(const std::string& name);
+  // Deletes a workload with no history (its config versions and goals go with it; its spec
+  // revisions stay, append-only). With history: FailedPrecondition from core's
+  // CheckWorkloadDeletable, naming what it has and the archive command. Audited workload.deleted.
+  Result<WorkloadRow> DeleteWorkload(const std::string& name, const std::string& actor);
+  // Archives (or unarchives) a workload: its history stays; while archived it is hidden from
+  // ListWorkloads and new baselines, experiments, periodic checks and stability runs are refused
+  // (core's CheckNotArchived). Archiving an archived workload (or unarchiving one that is not)
+  // changes nothing and writes no audit event. Audited workload.archived / workload.unarchived.
+  Result<WorkloadRow> SetWorkloadArchived(const std::string& name, bool archived,
+                                          const std::string& actor);
 
   // Baselines: creates the baseline and its queued runs at the workload's current config.
   // A `request_id` (the client's key, "" = none) makes a retry return the baseline the first
@@ -468,7 +496,10 @@ class Store {
 
   // Runs
   // `baseline_id` 0 = every run.
-  Result<Paged<RunRow>> ListRuns(int64_t baseline_id, const Page& page = Page());
+  // `experiment_id` 0 = every run; else only that experiment's runs, both arms (NotFound when
+  // there is no such experiment).
+  Result<Paged<RunRow>> ListRuns(int64_t baseline_id, const Page& page = Page(),
+                                 int64_t experiment_id = 0);
   Result<RunRow> GetRun(int64_t id);
 
   // Agents
@@ -484,7 +515,14 @@ class Store {
   // a full --agent-timeout to come back with its runs (a stream that ended); false when the
   // session is closed because the agent already went silent (its lease runs from its last beat).
   Status DisconnectAgent(int64_t agent_id, const std::string& session, bool fresh = true);
+  // Agents not removed (RemoveAgent), connected or not.
   Result<std::vector<AgentRow>> ListAgents();
+  // Takes a disconnected agent off ListAgents: the runs it still holds (assigned/running, kept
+  // for it while it might come back) are requeued as a new attempt first, so none is orphaned.
+  // Its row stays for the runs that name it; registering again brings it back. A connected
+  // agent: FailedPrecondition (core's CheckAgentRemovable); unknown or removed: NotFound.
+  // Audited agent.removed.
+  Result<AgentRemoval> RemoveAgent(const std::string& name, const std::string& actor);
 
   // After a Hello: runs this agent holds (assigned/running) that it did not report are requeued
   // (new attempt) or lost when out of attempts; runs it reported that are no longer its current
@@ -539,8 +577,10 @@ class Store {
   // Queues control and variant runs interleaved in ABBA blocks; locks the hypothesis.
   Result<int64_t> CreateExperiment(const ExperimentIn& in, const std::string& actor);
   Result<ExperimentRow> GetExperiment(int64_t id);
+  // `state`: only experiments in that state.
   Result<Paged<ExperimentRow>> ListExperiments(const std::string& workload,
-                                               const Page& page = Page());
+                                               const Page& page = Page(),
+                                               std::optional<ExperimentState> state = std::nullopt);
   Result<ExperimentRow> CancelExperiment(int64_t id, const std::string& actor);
   // New config version = control config + the change; the variant runs become its baseline.
   Result<ExperimentRow> FreezeExperiment(int64_t id, bool force, const std::string& reason,

@@ -17,6 +17,7 @@
 
 #include "core/changepoint.h"
 #include "core/clock.h"
+#include "core/lifecycle.h"
 #include "core/runs.h"
 #include "core/states.h"
 #include "core/template.h"

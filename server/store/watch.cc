@@ -326,6 +326,8 @@ Result<WatchRow> Store::CreateWatch(const std::string& workload, const std::stri
   return InTx<WatchRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WatchRow> {
     auto wl = ResolveWorkload(w, workload);
     if (!wl.ok()) return wl.status();
+    if (Status st = CheckNotArchived(wl->name, wl->archived(), "a periodic check"); !st.ok())
+      return st;
     if (repeats == 0) repeats = 3;
     if (repeats < 1 || repeats > 100)
       return Status::InvalidArgument("--repeats: " + std::to_string(repeats) +

@@ -11,8 +11,9 @@ namespace internal {
 const char* const kWorkloadSelect =
     "SELECT w.id AS id, w.name AS name, w.description AS description, w.spec::text AS "
     "spec_json, w.spec_revision AS spec_revision, c.id AS config_id, c.version AS "
-    "config_version, c.params::text AS config_params, tunectl_ts(w.created_at) AS created_at "
-    "FROM workloads w JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
+    "config_version, c.params::text AS config_params, tunectl_ts(w.created_at) AS created_at, "
+    "COALESCE(tunectl_ts(w.archived_at), '') AS archived_at, COALESCE(w.archived_by, '') AS "
+    "archived_by FROM workloads w JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
 
 Result<WorkloadRow> WorkloadFromRow(const pqxx::row& r) {
   WorkloadRow w;
@@ -28,7 +29,26 @@ Result<WorkloadRow> WorkloadFromRow(const pqxx::row& r) {
   w.config_version = r["config_version"].as<int>();
   w.config_params = JsonToMap(r["config_params"].as<std::string>());
   w.created_at = r["created_at"].as<std::string>();
+  w.archived_at = r["archived_at"].as<std::string>();
+  w.archived_by = r["archived_by"].as<std::string>();
   return w;
+}
+
+// What a workload has recorded (a delete would lose it). Runs are counted by config version, down
+// the index the regression series walks.
+WorkloadHistory LoadHistory(pqxx::work& w, int64_t workload_id) {
+  auto r = w.exec_params1(
+      "SELECT (SELECT count(*) FROM baselines WHERE workload_id = $1), (SELECT count(*) FROM "
+      "experiments WHERE workload_id = $1), (SELECT count(*) FROM runs WHERE config_id IN (SELECT "
+      "id FROM config_versions WHERE workload_id = $1)), (SELECT count(*) FROM tuning_log WHERE "
+      "workload_id = $1)",
+      workload_id);
+  WorkloadHistory h;
+  h.baselines = r[0].as<int64_t>();
+  h.experiments = r[1].as<int64_t>();
+  h.runs = r[2].as<int64_t>();
+  h.log_entries = r[3].as<int64_t>();
+  return h;
 }
 
 Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name) {
@@ -47,7 +67,7 @@ Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name) {
 Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& workload) {
   std::string name = workload;
   if (name.empty()) {
-    auto all = w.exec("SELECT name FROM workloads ORDER BY name");
+    auto all = w.exec("SELECT name FROM workloads WHERE archived_at IS NULL ORDER BY name");
     if (all.empty())
       return Status::FailedPrecondition(
           "no workloads yet; apply one first: tunectl workload apply -f FILE");
@@ -168,13 +188,13 @@ Result<ApplyResult> Store::ApplyWorkload(const WorkloadSpec& spec, const std::st
   });
 }
 
-Result<Paged<WorkloadRow>> Store::ListWorkloads(const Page& page) {
+Result<Paged<WorkloadRow>> Store::ListWorkloads(const Page& page, bool include_archived) {
   return InTx<Paged<WorkloadRow>>(pool_, clock_, [&](pqxx::work& w) -> Result<Paged<WorkloadRow>> {
     Paged<WorkloadRow> out;
-    for (const auto& r :
-         w.exec(std::string(kWorkloadSelect) +
-                (page.after_key.empty() ? "" : "WHERE w.name > " + w.quote(page.after_key)) +
-                " ORDER BY w.name LIMIT " + std::to_string(page.limit + 1))) {
+    std::string where = include_archived ? "WHERE true" : "WHERE w.archived_at IS NULL";
+    if (!page.after_key.empty()) where += " AND w.name > " + w.quote(page.after_key);
+    for (const auto& r : w.exec(std::string(kWorkloadSelect) + where + " ORDER BY w.name LIMIT " +
+                                std::to_string(page.limit + 1))) {
       if (out.rows.size() == static_cast<size_t>(page.limit)) {
         out.more = true;
         out.next_after = out.rows.back().name;
@@ -190,6 +210,58 @@ Result<Paged<WorkloadRow>> Store::ListWorkloads(const Page& page) {
 
 Result<WorkloadRow> Store::GetWorkload(const std::string& name) {
   return InTx<WorkloadRow>(pool_, clock_, [&](pqxx::work& w) { return LoadWorkload(w, name); });
+}
+
+Result<WorkloadDetailRow> Store::DescribeWorkload(const std::string& name) {
+  return InTx<WorkloadDetailRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WorkloadDetailRow> {
+    auto wl = LoadWorkload(w, name);
+    if (!wl.ok()) return wl.status();
+    return WorkloadDetailRow{*wl, LoadHistory(w, wl->id)};
+  });
+}
+
+Result<WorkloadRow> Store::DeleteWorkload(const std::string& name, const std::string& actor) {
+  return InTx<WorkloadRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WorkloadRow> {
+    auto wl = LoadWorkload(w, name);
+    if (!wl.ok()) return wl.status();
+    // A baseline or experiment being created now waits for this lock (its row references the
+    // workload), and its insert then fails; one committed before it is counted below.
+    w.exec_params("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
+    if (Status st = CheckWorkloadDeletable(wl->name, LoadHistory(w, wl->id)); !st.ok()) return st;
+    // What a workload without history may have beside its config versions: a goal, a watch
+    // (hypotheses, batches and regressions need baselines or runs). Its spec revisions stay.
+    w.exec_params0("DELETE FROM goals WHERE workload_id = $1", wl->id);
+    w.exec_params0("DELETE FROM watches WHERE workload_id = $1", wl->id);
+    w.exec_params0("DELETE FROM config_versions WHERE workload_id = $1", wl->id);
+    w.exec_params0("DELETE FROM workloads WHERE id = $1", wl->id);
+    Audit(w, actor, "workload.deleted", "workload", wl->id,
+          {{"name", wl->name},
+           {"spec_revision", wl->spec_revision},
+           {"config_version", wl->config_version}});
+    return *wl;
+  });
+}
+
+Result<WorkloadRow> Store::SetWorkloadArchived(const std::string& name, bool archived,
+                                               const std::string& actor) {
+  return InTx<WorkloadRow>(pool_, clock_, [&](pqxx::work& w) -> Result<WorkloadRow> {
+    auto wl = LoadWorkload(w, name);
+    if (!wl.ok()) return wl.status();
+    w.exec_params("SELECT 1 FROM workloads WHERE id = $1 FOR UPDATE", wl->id);
+    auto now = LoadWorkload(w, name);  // as of the lock
+    if (!now.ok()) return now.status();
+    if (now->archived() == archived) return now;
+    if (archived)
+      w.exec_params0(
+          "UPDATE workloads SET archived_at = tunectl_now(), archived_by = $2 WHERE id = $1",
+          wl->id, actor);
+    else
+      w.exec_params0("UPDATE workloads SET archived_at = NULL, archived_by = NULL WHERE id = $1",
+                     wl->id);
+    Audit(w, actor, archived ? "workload.archived" : "workload.unarchived", "workload", wl->id,
+          {{"name", wl->name}});
+    return LoadWorkload(w, name);
+  });
 }
 
 Result<ConfigRow> Store::GetConfig(const std::string& workload) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/tool_commands.h"
+#include "cli/views.h"
 #include "tests/unit/mock_client.h"
 
 namespace tunectl {
@@ -22,6 +23,7 @@ namespace {
 using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::NiceMock;
+using ::testing::Not;
 using ::testing::Return;
 
 struct Ran {
@@ -240,6 +242,209 @@ TEST(Commands, CompleteListsWorkloadNamesAndIsSilentWhenTheServerIsNot) {
   r = RunCommand(down, "__complete", "", o);
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out + r.err, "");
+}
+
+// --- issue 16: workload show|delete|archive|unarchive, agent remove, the new filters -----------
+
+v1::WorkloadDetail Detail() {
+  v1::WorkloadDetail d;
+  d.mutable_workload()->set_name("demo");
+  d.mutable_workload()->set_config_version(2);
+  auto* p = d.add_params();
+  p->set_name("num_workers");
+  p->set_type("int");
+  p->set_default_value("1");
+  p->set_range("0..64");
+  p->set_current("8");
+  auto* m = d.add_metrics();
+  m->set_name("samples_per_s");
+  m->set_role("primary");
+  m->set_better("higher");
+  m->set_source("json samples_per_s");
+  m->set_min_effect(0.03);
+  d.set_run_policy("repeats 5, timeout 10m");
+  d.set_baselines(2);
+  d.set_experiments(1);
+  d.set_runs(14);
+  d.set_log_entries(1);
+  return d;
+}
+
+TEST(Commands, WorkloadShowPrintsTheSpecConfigAndHistoryAsTableJsonAndCsv) {
+  NiceMock<MockClient> c;
+  EXPECT_CALL(c, GetWorkload("demo"))
+      .Times(3)
+      .WillRepeatedly(Return(Result<v1::WorkloadDetail>(Detail())));
+  CliOptions o;
+  o.workload = "demo";
+  Ran r = RunCommand(c, "workload", "show", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("config: v2"));
+  EXPECT_THAT(r.out, HasSubstr("run policy: repeats 5, timeout 10m"));
+  EXPECT_THAT(r.out, HasSubstr("2 baseline(s), 1 experiment(s), 14 run(s), 1 log entry"));
+  EXPECT_THAT(r.out, HasSubstr("num_workers  int   1        0..64  8 *"));
+  EXPECT_THAT(r.out, HasSubstr("samples_per_s  primary"));
+  o.output = "json";
+  r = RunCommand(c, "workload", "show", o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = ojson::parse(r.out);
+  EXPECT_EQ(j["params"][0]["range"], "0..64");
+  EXPECT_EQ(j["metrics"][0]["role"], "primary");
+  EXPECT_EQ(j["history"]["runs"], 14);
+  EXPECT_EQ(j["archived"], false);
+  o.output = "csv";
+  r = RunCommand(c, "workload", "show", o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("param,num_workers,int,1,0..64,8,"));
+  EXPECT_THAT(r.out, HasSubstr("metric,samples_per_s,,,,,primary,higher,"));
+}
+
+TEST(Commands, WorkloadVerbsNeedANameAndMapTheServersAnswersToExitCodes) {
+  NiceMock<MockClient> c;
+  EXPECT_CALL(c, DeleteWorkload(_)).Times(0);
+  Ran r = RunCommand(c, "workload", "delete");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("workload: missing"));
+
+  CliOptions o;
+  o.workload = "demo";
+  EXPECT_CALL(c, DeleteWorkload("demo"))
+      .WillOnce(Return(Result<v1::Workload>(Status::FailedPrecondition(
+          "workload demo has history (1 baseline); … tunectl workload archive demo"))))
+      .WillOnce(Return(Result<v1::Workload>(Status::NotFound("workload \"demo\" not found"))));
+  r = RunCommand(c, "workload", "delete", o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("tunectl workload archive demo"));
+  r = RunCommand(c, "workload", "delete", o);
+  EXPECT_EQ(r.code, 3);
+
+  v1::Workload archived;
+  archived.set_name("demo");
+  archived.set_archived(true);
+  archived.set_archived_at("2026-01-02T03:04:05.000Z");
+  EXPECT_CALL(c, ArchiveWorkload("demo")).WillOnce(Return(Result<v1::Workload>(archived)));
+  r = RunCommand(c, "workload", "archive", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("workload demo archived"));
+  EXPECT_THAT(r.out, HasSubstr("tunectl workload unarchive demo"));
+  archived.set_archived(false);
+  EXPECT_CALL(c, UnarchiveWorkload("demo")).WillOnce(Return(Result<v1::Workload>(archived)));
+  r = RunCommand(c, "workload", "unarchive", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("workload demo unarchived"));
+}
+
+TEST(Commands, WorkloadListAllAsksForArchivedOnesAndShowsWhichAre) {
+  NiceMock<MockClient> c;
+  v1::ListWorkloadsResponse resp;
+  resp.add_workloads()->set_name("demo");
+  auto* old = resp.add_workloads();
+  old->set_name("old");
+  old->set_archived(true);
+  old->set_archived_at("2026-01-02T03:04:05.000Z");
+  v1::ListWorkloadsRequest seen;
+  EXPECT_CALL(c, ListWorkloads(_)).WillOnce([&](const v1::ListWorkloadsRequest& r) {
+    seen = r;
+    return Result<v1::ListWorkloadsResponse>(resp);
+  });
+  CliOptions o;
+  o.all = true;
+  const Ran r = RunCommand(c, "workload", "list", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(seen.include_archived());
+  EXPECT_THAT(r.out, HasSubstr("ARCHIVED"));
+  EXPECT_THAT(r.out, HasSubstr("old   2026-01-02T03:04:05.000Z"));
+}
+
+TEST(Commands, AgentRemoveSaysWhatWasRequeuedAndRefusalsExit2) {
+  NiceMock<MockClient> c;
+  v1::RemoveAgentResponse resp;
+  resp.mutable_agent()->set_name("node-1");
+  resp.set_requeued(2);
+  EXPECT_CALL(c, RemoveAgent("node-1"))
+      .WillOnce(Return(Result<v1::RemoveAgentResponse>(resp)))
+      .WillOnce(Return(Result<v1::RemoveAgentResponse>(
+          Status::FailedPrecondition("agent node-1 is connected; stop it first"))))
+      .WillOnce(Return(Result<v1::RemoveAgentResponse>(Status::NotFound("agent \"node-1\"…"))));
+  CliOptions o;
+  o.name = "node-1";
+  Ran r = RunCommand(c, "agent", "remove", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("agent node-1 removed from agent list; 2 unfinished run(s)"));
+  r = RunCommand(c, "agent", "remove", o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "error: agent node-1 is connected; stop it first\n");
+  r = RunCommand(c, "agent", "remove", o);
+  EXPECT_EQ(r.code, 3);
+}
+
+TEST(Commands, RunListByExperimentAndExperimentListByStateReachTheServerBadOnesDoNot) {
+  NiceMock<MockClient> c;
+  v1::ListRunsRequest runs;
+  EXPECT_CALL(c, ListRuns(_)).WillOnce([&](const v1::ListRunsRequest& r) {
+    runs = r;
+    return Result<v1::ListRunsResponse>(v1::ListRunsResponse{});
+  });
+  CliOptions o;
+  o.experiment = 12;
+  Ran r = RunCommand(c, "run", "list", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(runs.experiment_id(), 12);
+  o.baseline = 3;
+  r = RunCommand(c, "run", "list", o);  // both: refused before any call
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--baseline and --experiment: give one"));
+
+  v1::ListExperimentsRequest seen;
+  EXPECT_CALL(c, ListExperiments(_)).WillOnce([&](const v1::ListExperimentsRequest& req) {
+    seen = req;
+    return Result<v1::ListExperimentsResponse>(v1::ListExperimentsResponse{});
+  });
+  CliOptions e;
+  e.state = "decided";
+  e.workload = "demo";
+  r = RunCommand(c, "experiment", "list", e);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(seen.state(), "decided");
+  EXPECT_EQ(seen.workload(), "demo");
+  e.state = "done";
+  r = RunCommand(c, "experiment", "list", e);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("allowed: running, measured, decided, frozen, closed, cancelled"));
+}
+
+TEST(Commands, ConfigExportVersionExportsThatVersionAndAMissingOneExits3) {
+  NiceMock<MockClient> c;
+  v1::Config cfg;
+  cfg.set_workload("demo");
+  cfg.set_spec_json(
+      R"j({"name":"demo","command":["t","{nw}"],"params":{"nw":{"type":"int",)j"
+      R"j("default":1}},"metrics":{"sps":{"pattern":"sps: ([0-9]+)","better":"higher"}}})j");
+  cfg.mutable_current()->set_version(2);
+  (*cfg.mutable_current()->mutable_params())["nw"] = "8";
+  cfg.mutable_selected()->set_version(1);
+  (*cfg.mutable_selected()->mutable_params())["nw"] = "1";
+  v1::GetConfigRequest seen;
+  EXPECT_CALL(c, GetConfig(_))
+      .WillOnce([&](const v1::GetConfigRequest& r) {
+        seen = r;
+        return Result<v1::Config>(cfg);
+      })
+      .WillOnce(
+          Return(Result<v1::Config>(Status::NotFound("workload demo has no config version 9"))));
+  CliOptions o;
+  o.workload = "demo";
+  o.version = 1;
+  o.format = "env";
+  Ran r = RunCommand(c, "config", "export", o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(seen.version(), 1);
+  EXPECT_THAT(r.out, HasSubstr("NW="));
+  EXPECT_THAT(r.out, HasSubstr("1"));
+  EXPECT_THAT(r.out, Not(HasSubstr("8")));
+  o.version = 9;
+  r = RunCommand(c, "config", "export", o);
+  EXPECT_EQ(r.code, 3);
 }
 
 }  // namespace

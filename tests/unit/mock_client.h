@@ -21,6 +21,12 @@ class MockClient : public Client {
   MOCK_METHOD((Result<v1::ListRunsResponse>), ListRuns, (const v1::ListRunsRequest& r), (override));
   MOCK_METHOD((Result<v1::Run>), GetRun, (int64_t id), (override));
   MOCK_METHOD((Result<v1::ListAgentsResponse>), ListAgents, (), (override));
+  MOCK_METHOD((Result<v1::RemoveAgentResponse>), RemoveAgent, (const std::string& name),
+              (override));
+  MOCK_METHOD((Result<v1::WorkloadDetail>), GetWorkload, (const std::string& name), (override));
+  MOCK_METHOD((Result<v1::Workload>), DeleteWorkload, (const std::string& name), (override));
+  MOCK_METHOD((Result<v1::Workload>), ArchiveWorkload, (const std::string& name), (override));
+  MOCK_METHOD((Result<v1::Workload>), UnarchiveWorkload, (const std::string& name), (override));
   MOCK_METHOD((Result<v1::Hypothesis>), CreateHypothesis, (const v1::CreateHypothesisRequest& r),
               (override));
   MOCK_METHOD((Result<v1::Hypothesis>), GetHypothesis, (int64_t id), (override));
@@ -42,7 +48,7 @@ class MockClient : public Client {
               (override));
   MOCK_METHOD((Result<v1::Experiment>), FreezeExperiment, (const v1::FreezeExperimentRequest& r),
               (override));
-  MOCK_METHOD((Result<v1::Config>), GetConfig, (const std::string& workload), (override));
+  MOCK_METHOD((Result<v1::Config>), GetConfig, (const v1::GetConfigRequest& r), (override));
   MOCK_METHOD((Result<v1::ListLogResponse>), ListLog, (const v1::ListLogRequest& r), (override));
   MOCK_METHOD((Result<v1::Schedule>), CreateSchedule, (const v1::CreateScheduleRequest& r),
               (override));
