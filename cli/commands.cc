@@ -636,6 +636,9 @@ int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
 
 int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  if (o.output == "name")  // the secret is shown once: a name alone would lose it
+    return Fail(err, Status::InvalidArgument(
+                         "-o name: token create prints the secret (or -o json with it)"));
   if (auto spec = ParseTokenSpec(o.name, o.role, o.agent); !spec.ok())
     return Fail(err, spec.status());
   v1::CreateTokenRequest req;
