@@ -1,9 +1,11 @@
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -35,30 +37,98 @@ void SetPage(const CliOptions& o, Req* r) {
   if constexpr (requires { r->set_since(o.since); }) r->set_since(o.since);
 }
 
-// Renders a list result as table, JSON or CSV. A paged list's JSON is {"items": [...],
-// "next_page_token": ...}; in a table or CSV the token is a hint line on stderr.
-template <typename Resp, typename Item>
+// The declared parameter types of workloads (GetConfig carries the spec), asked once per
+// workload and only for -o json; without them (an error, an old server) values are typed by
+// their literals (ParamValueJson).
+class ParamTypesFor {
+ public:
+  ParamTypesFor(Client& c, const CliOptions& o) : c_(c), json_(o.output == "json") {}
+  const ParamTypes& operator()(const std::string& workload) {
+    if (auto it = cache_.find(workload); it != cache_.end()) return it->second;
+    ParamTypes types;
+    if (json_ && !workload.empty()) {
+      v1::GetConfigRequest req;
+      req.set_workload(workload);
+      if (auto cfg = c_.GetConfig(req); cfg.ok()) types = ParamTypesOf(cfg->spec_json());
+    }
+    return cache_.emplace(workload, std::move(types)).first->second;
+  }
+
+ private:
+  Client& c_;
+  bool json_;
+  std::map<std::string, ParamTypes> cache_;
+};
+
+int NoName(std::ostream& err, const std::string& kind) {
+  return Fail(err, Status::InvalidArgument("-o name: a " + kind +
+                                           " has no name of its own; use -o json or -o csv"));
+}
+
+// -o json: the document ({"apiVersion", "kind", ...}); -o name: kind/id. Returns -1 for the
+// other formats (the caller prints its own text), else the exit code.
+template <typename Msg, typename Json>
+int PrintDocument(const CliOptions& o, std::ostream& out, std::ostream& err, const Msg& m,
+                  Json json) {
+  if (o.output == "json") {
+    out << Document(DocKind<Msg>::kName, json(m)).dump(2) << "\n";
+    return 0;
+  }
+  if (o.output == "name") {
+    if constexpr (requires { NameOf(m); }) {
+      out << NameOf(m) << "\n";
+      return 0;
+    } else {
+      return NoName(err, DocKind<Msg>::kName);
+    }
+  }
+  return -1;
+}
+
+// Renders a list result as table, JSON, CSV or names. Its JSON is {"apiVersion", "kind":
+// "<Kind>List", "items": [...], "next_page_token": ...}; in a table or CSV the token is a hint
+// line on stderr. `csv` (when given) is the list with raw values, else the table's cells.
+template <typename Resp, typename Item, typename Json>
 int Emit(const CliOptions& o, std::ostream& out, std::ostream& err, const Resp& resp,
          Table (*table)(const Resp&), const google::protobuf::RepeatedPtrField<Item>& items,
-         ojson (*json)(const Item&)) {
+         Json json, Table (*csv)(const Resp&) = nullptr) {
   auto f = ParseOutputFormat(o.output);
   if (!f.ok()) return Fail(err, f.status());
-  constexpr bool paged = requires {
-    resp.next_page_token();
-  };
   std::string token;
-  if constexpr (paged) token = resp.next_page_token();
+  if constexpr (requires { resp.next_page_token(); }) token = resp.next_page_token();
   switch (*f) {
     case OutputFormat::kJson: {
       ojson arr = ojson::array();
       for (const auto& i : items) arr.push_back(json(i));
-      out << (paged ? PageJson(std::move(arr), token) : arr).dump(2) << "\n";
+      out << ListDocument(DocKind<Item>::kName, std::move(arr), token).dump(2) << "\n";
       return 0;
     }
-    case OutputFormat::kCsv: out << RenderCsv(table(resp)); break;
+    case OutputFormat::kName:
+      if constexpr (requires(const Item& i) { NameOf(i); }) {
+        for (const auto& i : items) out << NameOf(i) << "\n";
+        break;
+      } else {
+        return NoName(err, DocKind<Item>::kName);
+      }
+    case OutputFormat::kCsv: out << RenderCsv(csv ? csv(resp) : table(resp)); break;
     case OutputFormat::kTable: out << RenderTable(table(resp)); break;
   }
   if (!token.empty()) err << NextPageHint(token) << "\n";
+  return 0;
+}
+
+// One object as a table (its detail text), JSON document, name, or CSV: `csv` when given (raw
+// values), else the JSON document's scalar fields as one row.
+template <typename Msg, typename Json>
+int ShowOne(const Msg& m, const CliOptions& o, std::ostream& out, std::ostream& err, Json json,
+            std::string (*detail)(const Msg&), Table (*csv)(const Msg&) = nullptr) {
+  auto f = ParseOutputFormat(o.output);
+  if (!f.ok()) return Fail(err, f.status());
+  if (int rc = PrintDocument(o, out, err, m, json); rc >= 0) return rc;
+  if (*f == OutputFormat::kCsv)
+    out << RenderCsv(csv ? csv(m) : DocumentCsv(json(m)));
+  else
+    out << detail(m);
   return 0;
 }
 
@@ -210,11 +280,12 @@ int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
         << " is archived: it takes no new baselines or experiments until tunectl workload "
            "unarchive "
         << r->workload().name() << "\n";
-  if (o.output == "json") {
-    ojson j = WorkloadJson(r->workload());
+  const auto with_action = [&](const v1::Workload& w) {
+    ojson j = WorkloadJson(w);
     j["action"] = r->action();
-    out << j.dump(2) << "\n";
-  } else {
+    return j;
+  };
+  if (PrintDocument(o, out, err, r->workload(), with_action) < 0) {
     out << "workload " << r->workload().name() << " " << r->action() << " (config v"
         << r->workload().config_version() << ", revision " << r->workload().spec_revision()
         << ")\n";
@@ -246,7 +317,10 @@ int WorkloadShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream
   auto d = c.GetWorkload(o.workload);
   if (!d.ok()) return Fail(err, d.status());
   switch (*f) {
-    case OutputFormat::kJson: out << WorkloadDetailJson(*d).dump(2) << "\n"; break;
+    case OutputFormat::kJson:
+      out << Document("WorkloadDetail", WorkloadDetailJson(*d)).dump(2) << "\n";
+      break;
+    case OutputFormat::kName: out << "workload/" << o.workload << "\n"; break;
     case OutputFormat::kCsv: out << RenderCsv(WorkloadDetailCsv(*d)); break;
     case OutputFormat::kTable: out << WorkloadDetailText(*d); break;
   }
@@ -257,9 +331,7 @@ int WorkloadDelete(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   if (Status st = NeedWorkload(o, "delete"); !st.ok()) return Fail(err, st);
   auto w = c.DeleteWorkload(o.workload);
   if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WorkloadListJson(*w).dump(2) << "\n";
-  else
+  if (PrintDocument(o, out, err, *w, &WorkloadListJson) < 0)
     out << "workload " << w->name() << " deleted\n";
   return 0;
 }
@@ -268,9 +340,7 @@ int WorkloadArchive(Client& c, const CliOptions& o, std::ostream& out, std::ostr
   if (Status st = NeedWorkload(o, "archive"); !st.ok()) return Fail(err, st);
   auto w = c.ArchiveWorkload(o.workload);
   if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WorkloadListJson(*w).dump(2) << "\n";
-  else
+  if (PrintDocument(o, out, err, *w, &WorkloadListJson) < 0)
     out << "workload " << w->name() << " archived (" << w->archived_at()
         << "): its history is kept; it is hidden from workload list (--all shows it) and takes "
            "no new baselines, experiments or regression runs until tunectl workload unarchive "
@@ -282,23 +352,19 @@ int WorkloadUnarchive(Client& c, const CliOptions& o, std::ostream& out, std::os
   if (Status st = NeedWorkload(o, "unarchive"); !st.ok()) return Fail(err, st);
   auto w = c.UnarchiveWorkload(o.workload);
   if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WorkloadListJson(*w).dump(2) << "\n";
-  else
+  if (PrintDocument(o, out, err, *w, &WorkloadListJson) < 0)
     out << "workload " << w->name() << " unarchived: listed again and open to new baselines and "
         << "experiments\n";
   return 0;
 }
 
-int ShowBaseline(const v1::Baseline& b, const CliOptions& o, std::ostream& out, std::ostream& err) {
-  auto f = ParseOutputFormat(o.output);
-  if (!f.ok()) return Fail(err, f.status());
-  switch (*f) {
-    case OutputFormat::kJson: out << BaselineJson(b).dump(2) << "\n"; break;
-    case OutputFormat::kCsv: out << RenderCsv(BaselineSummaryTable(b)); break;
-    case OutputFormat::kTable: out << BaselineDetail(b); break;
-  }
-  return 0;
+int ShowBaseline(Client& c, const v1::Baseline& b, const CliOptions& o, std::ostream& out,
+                 std::ostream& err) {
+  ParamTypesFor types_of(c, o);
+  const ParamTypes& types = types_of(b.workload());
+  return ShowOne(
+      b, o, out, err, [&](const v1::Baseline& x) { return BaselineJson(x, types); },
+      &BaselineDetail, &BaselineCsv);
 }
 
 int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -325,17 +391,16 @@ int BaselineCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   err << "baseline " << b->id() << " created: " << b->workload() << " config v"
       << b->config_version() << ", " << b->repeats() << " runs queued\n";
   if (!o.wait) {
-    if (o.output == "json")
-      out << BaselineJson(*b).dump(2) << "\n";
-    else
-      out << b->id() << "\n";
+    ParamTypesFor types(c, o);
+    auto json = [&](const v1::Baseline& x) { return BaselineJson(x, types(x.workload())); };
+    if (PrintDocument(o, out, err, *b, json) < 0) out << b->id() << "\n";
     return 0;
   }
   v1::Baseline cur = *b;
   int waited = WaitBaseline(c, o, err, *timeout_ms, &cur);
   if (waited != 0) return waited;
-  int rc = ShowBaseline(cur, o, out, err);
-  if (rc == 0 && cur.state() == "completed" && o.output != "json" && o.output != "csv") {
+  int rc = ShowBaseline(c, cur, o, out, err);
+  if (rc == 0 && cur.state() == "completed" && (o.output == "table" || o.output == "wide")) {
     // Step 2 of the loop follows from step 1: what the figures point at.
     if (auto advice = c.AdviseBaseline(cur.id()); advice.ok())
       out << "\n" << AdvisorDetail(*advice);
@@ -358,7 +423,7 @@ int BaselineShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream
   if (!b.ok()) return Fail(err, b.status());
   if (o.wait && b->state() == "running")
     if (int waited = WaitBaseline(c, o, err, *timeout_ms, &*b); waited != 0) return waited;
-  return ShowBaseline(*b, o, out, err);
+  return ShowBaseline(c, *b, o, out, err);
 }
 
 int BaselineList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -367,7 +432,10 @@ int BaselineList(Client& c, const CliOptions& o, std::ostream& out, std::ostream
   SetPage(o, &req);
   auto r = c.ListBaselines(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &BaselinesTable, r->baselines(), &BaselineJson);
+  ParamTypesFor types(c, o);
+  return Emit(
+      o, out, err, *r, &BaselinesTable, r->baselines(),
+      [&](const v1::Baseline& x) { return BaselineJson(x, types(x.workload())); }, &BaselinesCsv);
 }
 
 int RunList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -387,24 +455,18 @@ int RunList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err
   SetPage(o, &req);
   auto r = c.ListRuns(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &RunsTable, r->runs(), &RunJson);
+  ParamTypesFor types(c, o);
+  return Emit(o, out, err, *r, &RunsTable, r->runs(),
+              [&](const v1::Run& x) { return RunJson(x, types(x.workload())); });
 }
 
 int RunShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto r = c.GetRun(o.id);
   if (!r.ok()) return Fail(err, r.status());
-  auto f = ParseOutputFormat(o.output);
-  if (!f.ok()) return Fail(err, f.status());
-  if (*f == OutputFormat::kJson) {
-    out << RunJson(*r).dump(2) << "\n";
-  } else if (*f == OutputFormat::kCsv) {
-    v1::ListRunsResponse one;
-    *one.add_runs() = *r;
-    out << RenderCsv(RunsTable(one));
-  } else {
-    out << RunDetail(*r);
-  }
-  return 0;
+  ParamTypesFor types(c, o);
+  return ShowOne(
+      *r, o, out, err, [&](const v1::Run& x) { return RunJson(x, types(x.workload())); },
+      &RunDetail, &RunCsv);
 }
 
 int AgentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -420,11 +482,12 @@ int AgentRemove(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
                     "agent: missing; name it: tunectl agent remove NAME (tunectl agent list)"));
   auto r = c.RemoveAgent(o.name);
   if (!r.ok()) return Fail(err, r.status());
-  if (o.output == "json") {
-    ojson j = AgentJson(r->agent());
+  const auto json = [&](const v1::Agent& a) {
+    ojson j = AgentJson(a);
     j["requeued"] = r->requeued();
-    out << j.dump(2) << "\n";
-  } else {
+    return j;
+  };
+  if (PrintDocument(o, out, err, r->agent(), json) < 0) {
     out << "agent " << r->agent().name() << " removed from agent list";
     if (r->requeued() > 0) out << "; " << r->requeued() << " unfinished run(s) it held requeued";
     out << " (it is listed again if it registers again)\n";
@@ -433,18 +496,6 @@ int AgentRemove(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
 }
 
 // --- the loop ---------------------------------------------------------------------------------
-
-template <typename Msg>
-int ShowOne(const Msg& m, const CliOptions& o, std::ostream& out, std::ostream& err,
-            ojson (*json)(const Msg&), std::string (*detail)(const Msg&)) {
-  auto f = ParseOutputFormat(o.output);
-  if (!f.ok()) return Fail(err, f.status());
-  if (*f == OutputFormat::kJson)
-    out << json(m).dump(2) << "\n";
-  else
-    out << detail(m);
-  return 0;
-}
 
 int BaselineAdvise(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto r = c.AdviseBaseline(o.id);
@@ -463,9 +514,9 @@ int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ost
   req.set_request_id(o.request_id);
   auto h = c.CreateHypothesis(req);
   if (!h.ok()) return Fail(err, h.status());
-  if (o.output == "json") {
-    out << HypothesisJson(*h).dump(2) << "\n";
-  } else {
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Hypothesis& x) { return HypothesisJson(x, types(x.workload())); };
+  if (PrintDocument(o, out, err, *h, json) < 0) {
     err << "hypothesis " << h->id() << " recorded: " << h->change().description() << ", expect "
         << h->expect() << "\n";
     if (auto full = c.GetHypothesis(h->id()); full.ok() && full->earlier_size() > 0) {
@@ -481,7 +532,11 @@ int HypothesisCreate(Client& c, const CliOptions& o, std::ostream& out, std::ost
 int HypothesisShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto h = c.GetHypothesis(o.id);
   if (!h.ok()) return Fail(err, h.status());
-  return ShowOne(*h, o, out, err, &HypothesisJson, &HypothesisDetail);
+  ParamTypesFor types(c, o);
+  return ShowOne(
+      *h, o, out, err,
+      [&](const v1::Hypothesis& x) { return HypothesisJson(x, types(x.workload())); },
+      &HypothesisDetail, &HypothesisCsv);
 }
 
 int HypothesisList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -490,7 +545,9 @@ int HypothesisList(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   SetPage(o, &req);
   auto r = c.ListHypotheses(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &HypothesesTable, r->hypotheses(), &HypothesisJson);
+  ParamTypesFor types(c, o);
+  return Emit(o, out, err, *r, &HypothesesTable, r->hypotheses(),
+              [&](const v1::Hypothesis& x) { return HypothesisJson(x, types(x.workload())); });
 }
 
 int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -511,17 +568,16 @@ int ExperimentRun(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
   err << "experiment " << e->id() << " started: " << e->workload() << " "
       << e->change().description() << " against baseline " << e->baseline_id() << ", "
       << e->repeats() << " control + " << e->repeats() << " variant runs interleaved\n";
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Experiment& x) { return ExperimentJson(x, types(x.workload())); };
   if (!o.wait) {
-    if (o.output == "json")
-      out << ExperimentJson(*e).dump(2) << "\n";
-    else
-      out << e->id() << "\n";
+    if (PrintDocument(o, out, err, *e, json) < 0) out << e->id() << "\n";
     return 0;
   }
   v1::Experiment cur = *e;
   int waited = WaitExperiment(c, o, err, *timeout_ms, &cur);
   if (waited != 0) return waited;
-  return ShowOne(cur, o, out, err, &ExperimentJson, &ExperimentDetail);
+  return ShowOne(cur, o, out, err, json, &ExperimentDetail, &VerdictCsv);
 }
 
 int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -531,11 +587,11 @@ int ExperimentShow(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   if (!e.ok()) return Fail(err, e.status());
   if (o.wait && e->state() == "running")
     if (int waited = WaitExperiment(c, o, err, *timeout_ms, &*e); waited != 0) return waited;
-  if (o.output == "csv") {
-    out << RenderCsv(VerdictTable(*e));
-    return 0;
-  }
-  return ShowOne(*e, o, out, err, &ExperimentJson, &ExperimentDetail);
+  ParamTypesFor types(c, o);
+  return ShowOne(
+      *e, o, out, err,
+      [&](const v1::Experiment& x) { return ExperimentJson(x, types(x.workload())); },
+      &ExperimentDetail, &VerdictCsv);
 }
 
 int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -547,7 +603,11 @@ int ExperimentList(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   SetPage(o, &req);
   auto r = c.ListExperiments(req);
   if (!r.ok()) return Fail(err, r.status());
-  return Emit(o, out, err, *r, &ExperimentsTable, r->experiments(), &ExperimentJson);
+  ParamTypesFor types(c, o);
+  return Emit(
+      o, out, err, *r, &ExperimentsTable, r->experiments(),
+      [&](const v1::Experiment& x) { return ExperimentJson(x, types(x.workload())); },
+      &ExperimentsCsv);
 }
 
 int BaselineCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -556,8 +616,9 @@ int BaselineCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   if (!b.ok()) return Fail(err, b.status());
   err << "baseline " << b->id() << " cancelled; " << b->runs_active()
       << " running run(s) are being stopped\n";
-  if (o.output == "json") out << BaselineJson(*b).dump(2) << "\n";
-  return 0;
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Baseline& x) { return BaselineJson(x, types(x.workload())); };
+  return std::max(0, PrintDocument(o, out, err, *b, json));
 }
 
 int ExperimentCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -565,8 +626,9 @@ int ExperimentCancel(Client& c, const CliOptions& o, std::ostream& out, std::ost
   if (!e.ok()) return Fail(err, e.status());
   err << "experiment " << e->id() << " cancelled; " << e->runs_active()
       << " running run(s) are being stopped\n";
-  if (o.output == "json") out << ExperimentJson(*e).dump(2) << "\n";
-  return 0;
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Experiment& x) { return ExperimentJson(x, types(x.workload())); };
+  return std::max(0, PrintDocument(o, out, err, *e, json));
 }
 
 int ExperimentFreeze(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -580,9 +642,9 @@ int ExperimentFreeze(Client& c, const CliOptions& o, std::ostream& out, std::ost
   req.set_reason(o.reason);
   auto e = c.FreezeExperiment(req);
   if (!e.ok()) return Fail(err, e.status());
-  if (o.output == "json") {
-    out << ExperimentJson(*e).dump(2) << "\n";
-  } else {
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Experiment& x) { return ExperimentJson(x, types(x.workload())); };
+  if (PrintDocument(o, out, err, *e, json) < 0) {
     out << "experiment " << e->id() << " frozen: " << e->workload() << " config v"
         << e->frozen_version() << " = v" << e->config_version() << " + "
         << e->change().description() << "\n";
@@ -595,7 +657,7 @@ int ConfigShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   req.set_workload(o.workload);
   auto cfg = c.GetConfig(req);
   if (!cfg.ok()) return Fail(err, cfg.status());
-  return ShowOne(*cfg, o, out, err, &ConfigJson, &ConfigDetail);
+  return ShowOne(*cfg, o, out, err, &ConfigJson, &ConfigDetail, &ConfigCsv);
 }
 
 int ConfigExportCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -685,16 +747,18 @@ int AuditHead(Client& c, const CliOptions& /*o: always JSON, to keep*/, std::ost
   if (!r->ok())
     err << "warning: the chain is broken (" << r->broken().kind()
         << "); this head covers a broken chain: tunectl audit verify\n";
-  out << AuditHeadJson(*r).dump(2) << "\n";
+  out << Document("AuditHead", AuditHeadJson(*r)).dump(2) << "\n";
   return 0;
 }
 
 // Every audit event and log entry in the window, page by page as the server gives them, each
-// page written as it comes: a JSON array (one object a line), CSV with one header, or a table
-// whose first page sets the widths. On a terminal, stderr counts the rows while more pages come.
+// page written as it comes: an AuditEntryList (its items one object a line; next_page_token
+// null, as the export is whole), CSV with one header, or a table whose first page sets the widths.
+// On a terminal, stderr counts the rows while more pages come.
 int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto f = ParseOutputFormat(o.output);
   if (!f.ok()) return Fail(err, f.status());
+  if (*f == OutputFormat::kName) return NoName(err, "audit entry");
   // The server resolves --since/--until on its clock and refuses bad ones before anything is
   // written here.
   v1::ExportAuditRequest req;
@@ -714,8 +778,12 @@ int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
     }
     switch (*f) {
       case OutputFormat::kJson:
+        if (page == 0) {
+          const std::string head = ListDocument(DocKind<v1::AuditEntry>::kName, {}, "").dump();
+          out << head.substr(0, head.find("\"items\":") + 8) << "[";  // {"apiVersion":…,"items":[
+        }
         for (const auto& e : r->entries())
-          out << (rows++ == 0 ? "[\n" : ",\n")
+          out << (rows++ == 0 ? "\n" : ",\n")
               << AuditEntryJson(e).dump(-1, ' ', false, ojson::error_handler_t::replace);
         break;
       case OutputFormat::kCsv:
@@ -723,6 +791,7 @@ int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
         rows += r->entries_size();
         break;
       case OutputFormat::kTable:
+      case OutputFormat::kName:
         out << RenderTablePage(AuditExportTable(*r), &widths);
         rows += r->entries_size();
         break;
@@ -736,7 +805,7 @@ int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
       progress = true;
     }
   }
-  if (*f == OutputFormat::kJson) out << (rows == 0 ? "[]\n" : "\n]\n");
+  if (*f == OutputFormat::kJson) out << (rows == 0 ? "]" : "\n]") << ",\"next_page_token\":null}\n";
   if (progress) err << "\r\033[K";
   err << "exported " << rows << " row(s): " << sealed << " sealed, " << rows - sealed
       << " not sealed yet\n";
@@ -747,6 +816,9 @@ int AuditExport(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
 
 int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
+  if (o.output == "name")  // the secret is shown once: a name alone would lose it
+    return Fail(err, Status::InvalidArgument(
+                         "-o name: token create prints the secret (or -o json with it)"));
   if (auto spec = ParseTokenSpec(o.name, o.role, o.agent); !spec.ok())
     return Fail(err, spec.status());
   v1::CreateTokenRequest req;
@@ -755,10 +827,7 @@ int TokenCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   req.set_agent(o.agent);
   auto t = c.CreateToken(req);
   if (!t.ok()) return Fail(err, t.status());
-  if (o.output == "json") {
-    out << TokenJson(*t).dump(2) << "\n";
-    return 0;
-  }
+  if (int rc = PrintDocument(o, out, err, *t, &TokenJson); rc >= 0) return rc;
   out << t->secret() << "\n";
   err << "token \"" << t->name() << "\" (role " << t->role()
       << (t->agent().empty() ? "" : ", agent " + t->agent())
@@ -779,9 +848,7 @@ int TokenRevoke(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
   auto t = c.RevokeToken(o.name);
   if (!t.ok()) return Fail(err, t.status());
-  if (o.output == "json")
-    out << TokenJson(*t).dump(2) << "\n";
-  else
+  if (PrintDocument(o, out, err, *t, &TokenJson) < 0)
     out << "token \"" << t->name() << "\" revoked; calls with it are refused from now on\n";
   return 0;
 }
@@ -790,8 +857,9 @@ int AuthWhoAmI(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
   auto w = c.WhoAmI();
   if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WhoAmIJson(*w).dump(2) << "\n";
+  if (int rc = PrintDocument(o, out, err, *w, &WhoAmIJson); rc >= 0) return rc;
+  if (o.output == "csv")
+    out << RenderCsv(DocumentCsv(WhoAmIJson(*w)));
   else
     out << w->actor() << " (role " << w->role() << ") on " << o.server << ", "
         << (w->tls() ? "TLS" : "PLAINTEXT") << ", server " << w->version() << "\n";
@@ -834,9 +902,7 @@ int ScheduleCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   req.set_on_window_end(o.on_window_end);
   auto s = c.CreateSchedule(req);
   if (!s.ok()) return Fail(err, s.status());
-  if (o.output == "json")
-    out << ScheduleJson(*s).dump(2) << "\n";
-  else
+  if (PrintDocument(o, out, err, *s, &ScheduleJson) < 0)
     out << "schedule " << s->name() << " created: " << s->status() << "\n";
   return 0;
 }
@@ -863,17 +929,19 @@ int BatchCreate(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   err << "batch " << b->id() << " created: " << b->experiments_size()
       << " experiments against baseline " << b->baseline_id()
       << (b->waiting().empty() ? "" : "; " + b->waiting()) << "\n";
-  if (o.output == "json")
-    out << BatchJson(*b).dump(2) << "\n";
-  else
-    out << b->id() << "\n";
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Batch& x) { return BatchJson(x, types(x.workload())); };
+  if (PrintDocument(o, out, err, *b, json) < 0) out << b->id() << "\n";
   return 0;
 }
 
 int BatchShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto b = c.GetBatch(o.id);
   if (!b.ok()) return Fail(err, b.status());
-  return ShowOne(*b, o, out, err, &BatchJson, &BatchDetail);
+  ParamTypesFor types(c, o);
+  return ShowOne(
+      *b, o, out, err, [&](const v1::Batch& x) { return BatchJson(x, types(x.workload())); },
+      &BatchDetail, &BatchCsv);
 }
 
 int BatchList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -888,8 +956,9 @@ int BatchCancel(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
   auto b = c.CancelBatch(o.id);
   if (!b.ok()) return Fail(err, b.status());
   err << "batch " << b->id() << " cancelled\n";
-  if (o.output == "json") out << BatchJson(*b).dump(2) << "\n";
-  return 0;
+  ParamTypesFor types(c, o);
+  auto json = [&](const v1::Batch& x) { return BatchJson(x, types(x.workload())); };
+  return std::max(0, PrintDocument(o, out, err, *b, json));
 }
 
 int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -925,22 +994,17 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
         });
     if (waited != 0) return waited;
   }
-  if (o.output == "json")
-    out << StabilityJson(cur).dump(2) << "\n";
-  else if (o.wait)
-    out << StabilityDetail(cur);
-  else
-    out << s->run_id() << "\n";
+  const int printed = PrintDocument(o, out, err, cur, &StabilityJson);
+  if (printed > 0) return printed;
+  if (printed < 0) out << (o.wait ? StabilityDetail(cur) : std::to_string(s->run_id()) + "\n");
   return o.wait && cur.verdict() == "regression" ? 1 : 0;
 }
 
 int EmitWatch(const CliOptions& o, std::ostream& out, std::ostream& err,
               const Result<v1::Watch>& w) {
   if (!w.ok()) return Fail(err, w.status());
-  if (o.output == "json")
-    out << WatchJson(*w).dump(2) << "\n";
-  else
-    out << WatchLine(*w) << "\n";
+  if (int rc = PrintDocument(o, out, err, *w, &WatchJson); rc >= 0) return rc;
+  out << WatchLine(*w) << "\n";
   return 0;
 }
 
@@ -962,11 +1026,9 @@ int RegressResolve(Client& c, const CliOptions& o, std::ostream& out, std::ostre
   if (auto f = ParseOutputFormat(o.output); !f.ok()) return Fail(err, f.status());
   auto g = c.ResolveRegression(o.id, o.reason);
   if (!g.ok()) return Fail(err, g.status());
-  if (o.output == "json")
-    out << RecordedRegressionJson(*g).dump(2) << "\n";
-  else
-    out << "regression " << g->id() << " (" << g->metric() << ", first bad run "
-        << g->first_bad_run() << ") resolved: " << g->resolution() << "\n";
+  if (int rc = PrintDocument(o, out, err, *g, &RecordedRegressionJson); rc >= 0) return rc;
+  out << "regression " << g->id() << " (" << g->metric() << ", first bad run " << g->first_bad_run()
+      << ") resolved: " << g->resolution() << "\n";
   return 0;
 }
 
@@ -979,11 +1041,7 @@ int RegressShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream&
     req.set_limit(o.limit);
   auto r = c.GetRegression(req);
   if (!r.ok()) return Fail(err, r.status());
-  if (o.output == "csv") {
-    out << RenderCsv(RegressionSeriesTable(*r));
-    return 0;
-  }
-  return ShowOne(*r, o, out, err, &RegressionJson, &RegressionDetail);
+  return ShowOne(*r, o, out, err, &RegressionJson, &RegressionDetail, &RegressionSeriesTable);
 }
 
 }  // namespace

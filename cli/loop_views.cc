@@ -9,11 +9,11 @@
 namespace tunectl {
 namespace {
 
-ojson ChangeJson(const v1::Change& c) {
+ojson ChangeJson(const v1::Change& c, const ParamTypes& types) {
   ojson j;
   j["description"] = c.description();
-  j["from"] = std::map<std::string, std::string>(c.from().begin(), c.from().end());
-  j["to"] = std::map<std::string, std::string>(c.to().begin(), c.to().end());
+  j["from"] = ParamsJson(c.from(), types);
+  j["to"] = ParamsJson(c.to(), types);
   j["coupled"] = c.coupled();
   return j;
 }
@@ -42,18 +42,18 @@ std::string FormatCi(double lo, double hi) {
   return "[" + FormatEffect(lo) + ", " + FormatEffect(hi) + "]";
 }
 
-ojson HypothesisJson(const v1::Hypothesis& h) {
+ojson HypothesisJson(const v1::Hypothesis& h, const ParamTypes& types) {
   ojson j;
   j["id"] = h.id();
   j["workload"] = h.workload();
   j["baseline_id"] = h.baseline_id();
-  j["change"] = ChangeJson(h.change());
+  j["change"] = ChangeJson(h.change(), types);
   j["expect"] = h.expect();
   j["earlier"] = ojson(std::vector<std::string>(h.earlier().begin(), h.earlier().end()));
   j["evidence"] = h.evidence();
   j["statement"] = h.statement();
   j["locked"] = h.locked();
-  j["experiment_id"] = h.experiment_id();
+  j["experiment_id"] = IdOrNull(h.experiment_id());
   j["actor"] = h.actor();
   j["created_at"] = h.created_at();
   return j;
@@ -356,7 +356,7 @@ std::string InterimPhrase(const v1::Experiment& e) {
 
 }  // namespace
 
-ojson ExperimentJson(const v1::Experiment& e) {
+ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
   const ojson verdict = VerdictOf(e);
   ojson j;
   j["id"] = e.id();
@@ -364,17 +364,18 @@ ojson ExperimentJson(const v1::Experiment& e) {
   j["baseline_id"] = e.baseline_id();
   j["config_version"] = e.config_version();
   j["spec_revision"] = e.spec_revision();
-  j["batch_id"] = e.batch_id();
-  j["change"] = ChangeJson(e.change());
-  j["hypothesis_id"] = e.hypothesis_id();
-  j["hypothesis_expect"] = e.hypothesis_expect();
+  j["batch_id"] = IdOrNull(e.batch_id());
+  j["change"] = ChangeJson(e.change(), types);
+  j["hypothesis_id"] = IdOrNull(e.hypothesis_id());
+  j["hypothesis_expect"] = TextOrNull(e.hypothesis_expect());
   j["repeats"] = e.repeats();
   j["state"] = e.state();
-  j["decision"] = e.decision();
-  if (!e.correction().empty())
-    j["correction"] = {{"method", e.correction()},
-                       {"unadjusted_decision", e.unadjusted_decision()},
-                       {"adjusted_p", e.adjusted_p()}};
+  j["decision"] = TextOrNull(e.decision());
+  j["correction"] = e.correction().empty()
+                        ? ojson(nullptr)
+                        : ojson({{"method", e.correction()},
+                                 {"unadjusted_decision", e.unadjusted_decision()},
+                                 {"adjusted_p", e.adjusted_p()}});
   j["runs"] = {{"total", e.runs_total()},
                {"done", e.runs_done()},
                {"failed", e.runs_failed()},
@@ -400,12 +401,15 @@ ojson ExperimentJson(const v1::Experiment& e) {
                     {"ci", e.interim_ci()},
                     {"metrics", im}};
   }
-  j["agent"] = e.agent();
-  if (!e.placement().empty()) j["placement"] = e.placement();
-  if (!e.goal_note().empty()) j["goal"] = e.goal_note();
-  if (!e.again_reason().empty()) j["again_reason"] = e.again_reason();
+  j["agent"] = TextOrNull(e.agent());
+  j["placement"] = TextOrNull(e.placement());
+  j["goal"] = TextOrNull(e.goal_note());
+  j["again_reason"] = TextOrNull(e.again_reason());
   ojson ms = ojson::array();
   for (const auto& m : e.metrics()) {
+    // A median needs runs on its side; a ratio, CI and p need runs on both.
+    const bool both = m.n_control() > 0 && m.n_variant() > 0;
+    const bool boot = m.boot_high() > 0;  // only with >= 10 runs per side
     ojson x;
     x["metric"] = m.metric();
     x["unit"] = m.unit();
@@ -413,20 +417,20 @@ ojson ExperimentJson(const v1::Experiment& e) {
     x["role"] = m.role();
     x["n_control"] = m.n_control();
     x["n_variant"] = m.n_variant();
-    x["control_median"] = m.control_median();
-    x["variant_median"] = m.variant_median();
-    x["ratio"] = m.ratio();
-    x["ci_low"] = m.ci_low();
-    x["ci_high"] = m.ci_high();
-    x["ci90_low"] = m.ci90_low();
-    x["ci90_high"] = m.ci90_high();
-    x["p_value"] = m.p_value();
+    x["control_median"] = OrNull(m.n_control() > 0, m.control_median());
+    x["variant_median"] = OrNull(m.n_variant() > 0, m.variant_median());
+    x["ratio"] = OrNull(both, m.ratio());
+    x["ci_low"] = OrNull(both, m.ci_low());
+    x["ci_high"] = OrNull(both, m.ci_high());
+    x["ci90_low"] = OrNull(both, m.ci90_low());
+    x["ci90_high"] = OrNull(both, m.ci90_high());
+    x["p_value"] = OrNull(both, m.p_value());
     x["decision"] = m.decision();
-    x["guardrail"] = m.guardrail();
-    x["note"] = m.note();
-    x["mw_p"] = m.mw_p();
-    x["boot_low"] = m.boot_low();
-    x["boot_high"] = m.boot_high();
+    x["guardrail"] = TextOrNull(m.guardrail());
+    x["note"] = TextOrNull(m.note());
+    x["mw_p"] = OrNull(both && boot, m.mw_p());
+    x["boot_low"] = OrNull(boot, m.boot_low());
+    x["boot_high"] = OrNull(boot, m.boot_high());
     // What anyone needs to recompute it: the method, the critical value and df, and the runs.
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
       if (vm.value("metric", "") != m.metric()) continue;
@@ -442,24 +446,24 @@ ojson ExperimentJson(const v1::Experiment& e) {
                {"queued_pairs", e.runs_total() / 2},
                {"min_pairs", verdict.value("min_pairs", 0)},
                {"max_pairs", e.max_pairs()}};
-  if (verdict.contains("unusable")) j["unusable"] = verdict["unusable"];
-  j["stopped"] = verdict.value("stopped", "");
+  j["unusable"] = verdict.contains("unusable") ? verdict["unusable"] : ojson(nullptr);
+  j["stopped"] = TextOrNull(verdict.value("stopped", ""));
   j["advice"] = verdict.value("advice", std::vector<std::string>{});
-  j["primary"] = e.primary();
+  j["primary"] = TextOrNull(e.primary());
   j["reasons"] = std::vector<std::string>(e.reasons().begin(), e.reasons().end());
   j["pairs"] = e.pairs();
   j["max_pairs"] = e.max_pairs();
-  j["drift"] = e.drift();
-  j["critical"] = e.critical();
-  j["hypothesis_result"] = e.hypothesis_result();
-  j["hypothesis_note"] = e.hypothesis_note();
-  j["frozen_version"] = e.frozen_version();
-  j["frozen_by"] = e.frozen_by();
-  j["freeze_reason"] = e.freeze_reason();
+  j["drift"] = TextOrNull(e.drift());
+  j["critical"] = OrNull(e.critical() > 0, e.critical());  // null: fixed-sample CIs
+  j["hypothesis_result"] = TextOrNull(e.hypothesis_result());
+  j["hypothesis_note"] = TextOrNull(e.hypothesis_note());
+  j["frozen_version"] = OrNull(e.frozen_version() > 0, e.frozen_version());
+  j["frozen_by"] = TextOrNull(e.frozen_by());
+  j["freeze_reason"] = TextOrNull(e.freeze_reason());
   j["actor"] = e.actor();
   j["created_at"] = e.created_at();
-  j["decided_at"] = e.decided_at();
-  j["frozen_at"] = e.frozen_at();
+  j["decided_at"] = TextOrNull(e.decided_at());
+  j["frozen_at"] = TextOrNull(e.frozen_at());
   return j;
 }
 
@@ -620,20 +624,20 @@ std::string ExperimentProgress(const v1::Experiment& e, double elapsed_s) {
 }
 
 ojson ConfigJson(const v1::Config& c) {
+  const ParamTypes types = ParamTypesOf(c.spec_json());
   ojson j;
   j["workload"] = c.workload();
   j["version"] = c.current().version();
-  j["params"] =
-      std::map<std::string, std::string>(c.current().params().begin(), c.current().params().end());
+  j["params"] = ParamsJson(c.current().params(), types);
   ojson lineage = ojson::array();
   for (const auto& v : c.lineage()) {
     ojson x;
     x["version"] = v.version();
     x["current"] = v.current();
-    x["params"] = std::map<std::string, std::string>(v.params().begin(), v.params().end());
-    x["change"] = v.has_change() ? ChangeJson(v.change()) : ojson(nullptr);
-    x["experiment_id"] = v.experiment_id();
-    x["reason"] = v.reason();
+    x["params"] = ParamsJson(v.params(), types);
+    x["change"] = v.has_change() ? ChangeJson(v.change(), types) : ojson(nullptr);
+    x["experiment_id"] = IdOrNull(v.experiment_id());
+    x["reason"] = TextOrNull(v.reason());
     x["created_at"] = v.created_at();
     lineage.push_back(x);
   }
@@ -760,11 +764,11 @@ Table LogParamTable(const v1::ListLogResponse& r) {
 ojson ScheduleJson(const v1::Schedule& s) {
   ojson j;
   j["name"] = s.name();
-  j["window"] = s.window();
-  j["cron"] = s.cron();
-  j["duration_s"] = s.duration_s();
+  j["window"] = TextOrNull(s.window());
+  j["cron"] = TextOrNull(s.cron());
+  j["duration_s"] = OrNull(!s.cron().empty(), s.duration_s());  // a cron window's length
   j["tz"] = s.tz();
-  j["max_agents"] = s.max_agents();
+  j["max_agents"] = OrNull(s.max_agents() > 0, s.max_agents());  // null: any number
   j["on_window_end"] = s.on_window_end();
   j["status"] = s.status();
   j["created_at"] = s.created_at();
@@ -790,24 +794,24 @@ ojson BatchHeadJson(const v1::Batch& b) {
   j["id"] = b.id();
   j["workload"] = b.workload();
   j["baseline_id"] = b.baseline_id();
-  j["schedule"] = b.schedule();
+  j["schedule"] = TextOrNull(b.schedule());
   j["state"] = b.state();
   j["correction"] = b.correction();
-  j["waiting"] = b.waiting();
+  j["waiting"] = TextOrNull(b.waiting());
   return j;
 }
 
 }  // namespace
 
-ojson BatchJson(const v1::Batch& b) {
+ojson BatchJson(const v1::Batch& b, const ParamTypes& types) {
   ojson j = BatchHeadJson(b);
   ojson es = ojson::array();
   for (int i = 0; i < b.experiments_size(); ++i) {
-    ojson e = ExperimentJson(b.experiments(i));
+    ojson e = ExperimentJson(b.experiments(i), types);
     // Null until the batch is complete: the correction is made once, across all members.
     const bool corrected = i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty();
     e["adjusted_p"] = corrected && i < b.adjusted_p_size() ? ojson(b.adjusted_p(i)) : ojson();
-    e["adjusted_decision"] = corrected ? b.adjusted_decision(i) : "";
+    e["adjusted_decision"] = corrected ? ojson(b.adjusted_decision(i)) : ojson(nullptr);
     es.push_back(e);
   }
   j["experiments"] = es;
@@ -947,7 +951,7 @@ Table RegressionSeriesTable(const v1::Regression& r) {
 ojson RecordedRegressionJson(const v1::RecordedRegression& g) {
   ojson x;
   x["id"] = g.id();
-  x["kind"] = g.kind();
+  x["type"] = g.kind();  // "kind" is the document's kind (docs/output.md)
   x["metric"] = g.metric();
   x["config_version"] = g.config_version();
   x["first_bad_run"] = g.first_bad_run();
@@ -972,8 +976,8 @@ ojson StabilityJson(const v1::StabilityRun& s) {
   j["state"] = s.state();
   j["verdict"] = s.verdict();
   j["message"] = s.message();
-  j["started_at"] = s.started_at();
-  j["finished_at"] = s.finished_at();
+  j["started_at"] = TextOrNull(s.started_at());
+  j["finished_at"] = TextOrNull(s.finished_at());
   return j;
 }
 
@@ -1073,6 +1077,117 @@ std::string RegressionDetail(const v1::Regression& r) {
   }
   if (r.has_watch()) out += WatchLine(r.watch()) + "\n";
   return out;
+}
+
+// --- CSV with raw values ----------------------------------------------------------------------
+
+namespace {
+
+std::string CsvOr(bool have, double v) {
+  return have ? CsvNumber(v) : "";
+}
+std::string CsvId(int64_t id) {
+  return id ? std::to_string(id) : "";
+}
+
+// A change's parameters, old and new values, aligned: "a;b", "1;2", "8;4" (one each, usually).
+struct ChangeCells {
+  std::string params, from, to;
+};
+ChangeCells ChangeCsv(const v1::Change& c) {
+  std::map<std::string, std::string> to(c.to().begin(), c.to().end());
+  ChangeCells out;
+  for (const auto& [k, v] : to) {
+    const bool first = out.params.empty();
+    auto f = c.from().find(k);
+    out.params += (first ? "" : ";") + k;
+    out.from += (first ? "" : ";") + (f == c.from().end() ? std::string() : f->second);
+    out.to += (first ? "" : ";") + v;
+  }
+  return out;
+}
+
+const v1::MetricVerdict* PrimaryOf(const v1::Experiment& e) {
+  for (const auto& m : e.metrics())
+    if (m.metric() == e.primary()) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+Table VerdictCsv(const v1::Experiment& e) {
+  Table t{
+      {"experiment_id", "metric", "unit", "better", "role", "control_median", "control_n",
+       "variant_median", "variant_n", "ratio", "ci_low", "ci_high", "p", "decision", "guardrail"},
+      {}};
+  for (const auto& m : e.metrics()) {
+    const bool both = m.n_control() > 0 && m.n_variant() > 0;
+    t.rows.push_back({std::to_string(e.id()), m.metric(), m.unit(), m.better(), m.role(),
+                      CsvOr(m.n_control() > 0, m.control_median()), std::to_string(m.n_control()),
+                      CsvOr(m.n_variant() > 0, m.variant_median()), std::to_string(m.n_variant()),
+                      CsvOr(both, m.ratio()), CsvOr(both, m.ci_low()), CsvOr(both, m.ci_high()),
+                      CsvOr(both, m.p_value()), m.decision(), m.guardrail()});
+  }
+  return t;
+}
+
+Table ExperimentsCsv(const v1::ListExperimentsResponse& r) {
+  Table t{{"id", "workload", "baseline_id", "batch_id", "hypothesis_id", "param", "from", "to",
+           "state", "decision", "primary_metric", "ratio", "ci_low", "ci_high", "p", "runs_done",
+           "runs_total", "created_at", "decided_at"},
+          {}};
+  for (const auto& e : r.experiments()) {
+    const auto c = ChangeCsv(e.change());
+    const v1::MetricVerdict* m = PrimaryOf(e);
+    const bool both = m && m->n_control() > 0 && m->n_variant() > 0;
+    t.rows.push_back({std::to_string(e.id()), e.workload(), std::to_string(e.baseline_id()),
+                      CsvId(e.batch_id()), CsvId(e.hypothesis_id()), c.params, c.from, c.to,
+                      e.state(), e.decision(), e.primary(), CsvOr(both, both ? m->ratio() : 0),
+                      CsvOr(both, both ? m->ci_low() : 0), CsvOr(both, both ? m->ci_high() : 0),
+                      CsvOr(both, both ? m->p_value() : 0), std::to_string(e.runs_done()),
+                      std::to_string(e.runs_total()), e.created_at(), e.decided_at()});
+  }
+  return t;
+}
+
+Table BatchCsv(const v1::Batch& b) {
+  Table t{{"batch_id", "experiment_id", "param", "from", "to", "state", "runs_done", "runs_total",
+           "primary_metric", "ratio", "ci_low", "ci_high", "p", "adjusted_p", "decision",
+           "adjusted_decision"},
+          {}};
+  for (int i = 0; i < b.experiments_size(); ++i) {
+    const auto& e = b.experiments(i);
+    const auto c = ChangeCsv(e.change());
+    const v1::MetricVerdict* m = PrimaryOf(e);
+    const bool both = m && m->n_control() > 0 && m->n_variant() > 0;
+    const bool corrected = i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty();
+    t.rows.push_back(
+        {std::to_string(b.id()), std::to_string(e.id()), c.params, c.from, c.to, e.state(),
+         std::to_string(e.runs_done()), std::to_string(e.runs_total()), e.primary(),
+         CsvOr(both, both ? m->ratio() : 0), CsvOr(both, both ? m->ci_low() : 0),
+         CsvOr(both, both ? m->ci_high() : 0), CsvOr(both, both ? m->p_value() : 0),
+         CsvOr(corrected && i < b.adjusted_p_size(), i < b.adjusted_p_size() ? b.adjusted_p(i) : 0),
+         e.correction().empty() ? e.decision() : e.unadjusted_decision(),
+         corrected ? b.adjusted_decision(i) : ""});
+  }
+  return t;
+}
+
+Table ConfigCsv(const v1::Config& c) {
+  Table t{{"param", "value"}, {}};
+  std::map<std::string, std::string> sorted(c.current().params().begin(),
+                                            c.current().params().end());
+  for (const auto& [k, v] : sorted) t.rows.push_back({k, v});
+  return t;
+}
+
+Table HypothesisCsv(const v1::Hypothesis& h) {
+  const auto c = ChangeCsv(h.change());
+  return Table{{"id", "workload", "baseline_id", "param", "from", "to", "expect", "locked",
+                "experiment_id", "statement", "evidence", "actor", "created_at"},
+               {{std::to_string(h.id()), h.workload(), std::to_string(h.baseline_id()), c.params,
+                 c.from, c.to, h.expect(), h.locked() ? "true" : "false", CsvId(h.experiment_id()),
+                 h.statement(), h.evidence(), h.actor(), h.created_at()}}};
 }
 
 }  // namespace tunectl

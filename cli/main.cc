@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       noun->description(cmd.help);
       noun->require_subcommand(0);
     }
-    sub->add_option("-o,--output", o.output, "output format: table, json or csv")
+    sub->add_option("-o,--output", o.output, "output format: table, json, csv or name (kind/id)")
         ->capture_default_str();
     const bool creates = (n == "baseline" && v == "create") || (n == "experiment" && v == "run") ||
                          (n == "batch" && v == "create") || (n == "hypothesis" && v == "create") ||

@@ -1,6 +1,7 @@
 #include "cli/render.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -10,8 +11,9 @@ Result<OutputFormat> ParseOutputFormat(const std::string& s) {
   if (s == "table" || s == "wide") return OutputFormat::kTable;
   if (s == "json") return OutputFormat::kJson;
   if (s == "csv") return OutputFormat::kCsv;
+  if (s == "name") return OutputFormat::kName;
   return Status::InvalidArgument("-o/--output: \"" + s +
-                                 "\" is not a format; allowed: table, json, csv");
+                                 "\" is not a format; allowed: table, json, csv, name");
 }
 
 // Display width: UTF-8 code points (continuation bytes do not count).
@@ -87,6 +89,17 @@ std::string FormatNumber(double v) {
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   }
   return buf;
+}
+
+std::string CsvNumber(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  // Plain digits for everyday magnitudes (0.0004, not 4e-04), an exponent beyond them.
+  const double a = std::fabs(v);
+  auto r = a == 0 || (a >= 1e-5 && a < 1e15)
+               ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
+               : std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string FormatPercent(double fraction) {

@@ -10,7 +10,8 @@
 
 namespace tunectl {
 
-enum class OutputFormat { kTable, kJson, kCsv };
+// -o: table (also "wide"), json, csv, or name (kind/id, one a line, like kubectl).
+enum class OutputFormat { kTable, kJson, kCsv, kName };
 Result<OutputFormat> ParseOutputFormat(const std::string& s);
 
 struct Table {
@@ -31,6 +32,9 @@ std::string RenderCsv(const Table& t, bool header = true);
 
 // Human-readable number: 4 significant digits without exponent for everyday magnitudes.
 std::string FormatNumber(double v);
+// A number for CSV: the shortest text that reads back as the same double (1.322, 0.0004, 1e+20);
+// "" for NaN and infinities (a missing value in a spreadsheet or pandas).
+std::string CsvNumber(double v);
 std::string FormatPercent(double fraction);
 // 7200 -> "2h", 5400 -> "1h30m", 95 -> "1m35s", 42 -> "42s".
 std::string FormatDuration(int64_t seconds);

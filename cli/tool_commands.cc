@@ -60,7 +60,7 @@ Result<std::string> RenderCompletion(const std::string& shell,
     << " --server --context --version --help\" -- \"$cur\")); return\n"
        "  fi\n"
        "  case \"$prev\" in\n"
-       "    -o|--output) COMPREPLY=($(compgen -W \"table json csv\" -- \"$cur\")); return ;;\n"
+       "    -o|--output) COMPREPLY=($(compgen -W \"table json csv name\" -- \"$cur\")); return ;;\n"
        "    --workload) COMPREPLY=($(compgen -W \"$(_tunectl_ids workloads)\" -- \"$cur\")); "
        "return ;;\n"
        "    --baseline) COMPREPLY=($(compgen -W \"$(_tunectl_ids baselines)\" -- \"$cur\")); "
@@ -115,13 +115,20 @@ int VersionCmd(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   auto f = ParseOutputFormat(o.output);
   if (!f.ok()) return Fail(err, f.status());
   auto w = c.WhoAmI();
-  if (*f == OutputFormat::kJson) {
+  if (*f == OutputFormat::kName) {
+    err << "error: -o name: a version has no name of its own; use -o json or -o csv\n";
+    return 2;
+  }
+  if (*f == OutputFormat::kJson || *f == OutputFormat::kCsv) {
     ojson j;
     j["client"] = ClientVersion();
     j["server"] = w.ok() ? ojson(w->version()) : ojson(nullptr);
     j["server_address"] = o.server;
-    if (!w.ok()) j["server_error"] = w.status().message();
-    out << j.dump(2) << "\n";
+    j["server_error"] = w.ok() ? ojson(nullptr) : ojson(w.status().message());
+    if (*f == OutputFormat::kJson)
+      out << Document("Version", j).dump(2) << "\n";
+    else
+      out << RenderCsv(DocumentCsv(j));
   } else {
     out << "client: tunectl " << ClientVersion() << "\n";
     if (w.ok()) out << "server: tunectl-server " << w->version() << " (" << o.server << ")\n";
@@ -151,7 +158,11 @@ int ContextList(Client&, const CliOptions& o, std::ostream& out, std::ostream& e
       j["client_cert"] = ctx.client_cert.empty() ? ojson(nullptr) : ojson(ctx.client_cert);
       arr.push_back(std::move(j));
     }
-    out << arr.dump(2) << "\n";
+    out << ListDocument("Context", std::move(arr), "").dump(2) << "\n";
+    return 0;
+  }
+  if (*f == OutputFormat::kName) {
+    for (const auto& ctx : config->contexts) out << "context/" << ctx.name << "\n";
     return 0;
   }
   Table t{{"current", "name", "server", "tls", "token"}, {}};

@@ -1,6 +1,9 @@
 #include "cli/views.h"
 
+#include <charconv>
+#include <cmath>
 #include <map>
+#include <optional>
 
 namespace tunectl {
 
@@ -18,6 +21,152 @@ static ojson MapJson(const google::protobuf::Map<std::string, std::string>& p) {
   return j;
 }
 
+ojson Document(const std::string& kind, const ojson& body) {
+  ojson j;
+  j["apiVersion"] = kApiVersion;
+  j["kind"] = kind;
+  if (body.is_object())
+    for (const auto& [k, v] : body.items())
+      if (k != "apiVersion" && k != "kind") j[k] = v;
+  return j;
+}
+
+ojson ListDocument(const std::string& item_kind, ojson items, const std::string& next_page_token) {
+  ojson j;
+  j["apiVersion"] = kApiVersion;
+  j["kind"] = item_kind + "List";
+  j["items"] = items.is_array() ? std::move(items) : ojson::array();
+  j["next_page_token"] = next_page_token.empty() ? ojson(nullptr) : ojson(next_page_token);
+  return j;
+}
+
+std::string NameOf(const v1::Workload& w) {
+  return "workload/" + w.name();
+}
+std::string NameOf(const v1::Baseline& b) {
+  return "baseline/" + std::to_string(b.id());
+}
+std::string NameOf(const v1::Run& r) {
+  return "run/" + std::to_string(r.id());
+}
+std::string NameOf(const v1::Agent& a) {
+  return "agent/" + a.name();
+}
+std::string NameOf(const v1::Hypothesis& h) {
+  return "hypothesis/" + std::to_string(h.id());
+}
+std::string NameOf(const v1::Experiment& e) {
+  return "experiment/" + std::to_string(e.id());
+}
+std::string NameOf(const v1::Config& c) {
+  return "config/" + c.workload();
+}
+std::string NameOf(const v1::Schedule& s) {
+  return "schedule/" + s.name();
+}
+std::string NameOf(const v1::Batch& b) {
+  return "batch/" + std::to_string(b.id());
+}
+std::string NameOf(const v1::Token& t) {
+  return "token/" + t.name();
+}
+std::string NameOf(const v1::Goal& g) {
+  return "goal/" + g.workload();
+}
+std::string NameOf(const v1::RecordedRegression& g) {
+  return "regression/" + std::to_string(g.id());
+}
+std::string NameOf(const v1::StabilityRun& s) {
+  return "run/" + std::to_string(s.run_id());
+}
+std::string NameOf(const v1::Watch& w) {
+  return "watch/" + std::to_string(w.id());
+}
+
+ParamTypes ParamTypesOf(const std::string& spec_json) {
+  ParamTypes out;
+  const ojson spec = ojson::parse(spec_json, nullptr, false);
+  if (!spec.is_object() || !spec.contains("params") || !spec["params"].is_object()) return out;
+  for (const auto& [name, p] : spec["params"].items())
+    if (p.is_object() && p.contains("type") && p["type"].is_string())
+      out[name] = p["type"].get<std::string>();
+  return out;
+}
+
+namespace {
+
+std::optional<int64_t> IntLiteral(const std::string& v) {
+  int64_t x = 0;
+  const char* end = v.data() + v.size();
+  auto r = std::from_chars(v.data() + (!v.empty() && v[0] == '+'), end, x);
+  if (v.empty() || r.ec != std::errc() || r.ptr != end) return std::nullopt;
+  return x;
+}
+
+std::optional<double> FloatLiteral(const std::string& v) {
+  double x = 0;
+  const char* end = v.data() + v.size();
+  auto r = std::from_chars(v.data() + (!v.empty() && v[0] == '+'), end, x);
+  if (v.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(x)) return std::nullopt;
+  return x;
+}
+
+}  // namespace
+
+ojson ParamValueJson(const std::string& value, const std::string& type) {
+  if (type == "string" || type == "enum") return value;
+  if (type == "int" || type.empty())
+    if (auto i = IntLiteral(value)) return *i;
+  if (type == "float" || type == "int" || type.empty())
+    if (auto d = FloatLiteral(value)) return *d;
+  if (type == "bool" || type.empty()) {
+    if (value == "true") return true;
+    if (value == "false") return false;
+  }
+  return value;  // a value its type does not read (or a string): as it is
+}
+
+ojson ParamsJson(const google::protobuf::Map<std::string, std::string>& params,
+                 const ParamTypes& types) {
+  std::map<std::string, std::string> sorted(params.begin(), params.end());
+  ojson j = ojson::object();
+  for (const auto& [k, v] : sorted) {
+    auto t = types.find(k);
+    j[k] = ParamValueJson(v, t == types.end() ? std::string() : t->second);
+  }
+  return j;
+}
+
+namespace {
+
+void FlattenInto(const std::string& prefix, const ojson& j, Table* t) {
+  for (const auto& [k, v] : j.items()) {
+    const std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (v.is_object()) {
+      FlattenInto(key, v, t);
+      continue;
+    }
+    t->headers.push_back(key);
+    std::string cell;
+    if (v.is_string())
+      cell = v.get<std::string>();
+    else if (v.is_number_float())
+      cell = CsvNumber(v.get<double>());
+    else if (!v.is_null())
+      cell = v.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    t->rows.back().push_back(cell);
+  }
+}
+
+}  // namespace
+
+Table DocumentCsv(const ojson& doc) {
+  Table t;
+  t.rows.emplace_back();
+  if (doc.is_object()) FlattenInto("", doc, &t);
+  return t;
+}
+
 ojson WorkloadJson(const v1::Workload& w) {
   ojson j;
   j["name"] = w.name();
@@ -30,32 +179,19 @@ ojson WorkloadJson(const v1::Workload& w) {
   return j;
 }
 
-ojson PageJson(ojson items, const std::string& next_page_token) {
-  ojson j;
-  j["items"] = std::move(items);
-  j["next_page_token"] = next_page_token.empty() ? ojson(nullptr) : ojson(next_page_token);
-  return j;
-}
-
 std::string NextPageHint(const std::string& next_page_token) {
   return "more: the next page with --page-token " + next_page_token;
 }
-
-namespace {
-ojson StringOrNull(const std::string& s) {
-  return s.empty() ? ojson() : ojson(s);
-}
-}  // namespace
 
 ojson TokenJson(const v1::Token& t) {
   ojson j;
   j["name"] = t.name();
   j["role"] = t.role();
-  j["agent"] = StringOrNull(t.agent());
+  j["agent"] = TextOrNull(t.agent());
   j["created_at"] = t.created_at();
   j["created_by"] = t.created_by();
-  j["revoked_at"] = StringOrNull(t.revoked_at());
-  j["revoked_by"] = StringOrNull(t.revoked_by());
+  j["revoked_at"] = TextOrNull(t.revoked_at());
+  j["revoked_by"] = TextOrNull(t.revoked_by());
   if (!t.secret().empty()) j["secret"] = t.secret();
   return j;
 }
@@ -74,7 +210,7 @@ ojson WhoAmIJson(const v1::WhoAmIResponse& w) {
   j["name"] = w.name();
   j["role"] = w.role();
   j["actor"] = w.actor();
-  j["agent"] = StringOrNull(w.agent());
+  j["agent"] = TextOrNull(w.agent());
   j["tls"] = w.tls();
   j["server_version"] = w.version();
   return j;
@@ -89,7 +225,7 @@ Table WorkloadsTable(const v1::ListWorkloadsResponse& r) {
   return t;
 }
 
-ojson BaselineJson(const v1::Baseline& b) {
+ojson BaselineJson(const v1::Baseline& b, const ParamTypes& types) {
   ojson j;
   j["id"] = b.id();
   j["workload"] = b.workload();
@@ -97,30 +233,31 @@ ojson BaselineJson(const v1::Baseline& b) {
   j["config_version"] = b.config_version();
   j["spec_revision"] = b.spec_revision();
   j["state"] = b.state();
-  if (!b.reason().empty()) j["reason"] = b.reason();
+  j["reason"] = TextOrNull(b.reason());
   j["repeats"] = b.repeats();
   j["runs"] = {
       {"succeeded", b.runs_succeeded()}, {"failed", b.runs_failed()}, {"active", b.runs_active()}};
-  j["params"] = MapJson(b.params());
+  j["params"] = ParamsJson(b.params(), types);
   ojson sums = ojson::array();
   for (const auto& s : b.summaries()) {
+    const bool have = s.n() > 0;  // no run had a steady-state value: no figures
     ojson m;
     m["metric"] = s.metric();
     m["unit"] = s.unit();
     m["better"] = s.better();
     m["role"] = s.role();
     m["n"] = s.n();
-    m["median"] = s.median();
-    m["mean"] = s.mean();
-    m["stddev"] = s.stddev();
-    m["cv"] = s.cv();
-    m["min"] = s.min();
-    m["max"] = s.max();
+    m["median"] = OrNull(have, s.median());
+    m["mean"] = OrNull(have, s.mean());
+    m["stddev"] = OrNull(s.n() > 1, s.stddev());
+    m["cv"] = OrNull(s.n() > 1 && s.mean() != 0, s.cv());
+    m["min"] = OrNull(have, s.min());
+    m["max"] = OrNull(have, s.max());
     sums.push_back(m);
   }
   j["summary"] = sums;
   j["created_at"] = b.created_at();
-  j["finished_at"] = b.finished_at();
+  j["finished_at"] = TextOrNull(b.finished_at());
   return j;
 }
 
@@ -207,46 +344,50 @@ std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& 
   return out;
 }
 
-ojson RunJson(const v1::Run& r) {
+ojson RunJson(const v1::Run& r, const ParamTypes& types) {
+  const bool ended = r.state() == "succeeded" || r.state() == "failed";
   ojson j;
   j["id"] = r.id();
-  j["baseline_id"] = r.baseline_id();
+  j["baseline_id"] = IdOrNull(r.baseline_id());
   j["workload"] = r.workload();
-  j["experiment_id"] = r.experiment_id();
-  j["arm"] = r.arm();
-  j["purpose"] = r.purpose();
+  j["experiment_id"] = IdOrNull(r.experiment_id());
+  j["arm"] = TextOrNull(r.arm());
+  j["purpose"] = TextOrNull(r.purpose());
   j["index"] = r.index();
   j["attempt"] = r.attempt();
   j["state"] = r.state();
   j["live"] = r.live();  // metrics from the samples so far (a running run)
-  j["agent"] = r.agent();
-  j["node"] = r.node();
-  j["slot"] = r.slot();
-  j["external_id"] = r.external_id();
-  j["placement"] = r.placement();
-  j["params"] = MapJson(r.params());
-  j["exit_code"] = r.exit_code();
-  j["signal"] = r.signal();
-  j["reason"] = r.reason();
-  j["wait_reason"] = r.wait_reason();
+  j["agent"] = TextOrNull(r.agent());
+  j["node"] = TextOrNull(r.node());
+  j["slot"] = OrNull(!r.agent().empty() && r.slot() >= 0, r.slot());
+  j["external_id"] = TextOrNull(r.external_id());
+  j["placement"] = TextOrNull(r.placement());
+  j["params"] = ParamsJson(r.params(), types);
+  // An exit code only for a process that exited; a signal only for one that was killed.
+  j["exit_code"] = OrNull(ended && r.signal() == 0, r.exit_code());
+  j["signal"] = OrNull(r.signal() != 0, r.signal());
+  j["reason"] = TextOrNull(r.reason());
+  j["wait_reason"] = TextOrNull(r.wait_reason());
   j["samples"] = r.samples();
   ojson ms = ojson::array();
-  for (const auto& m : r.metrics())
+  for (const auto& m : r.metrics()) {
+    const bool have = m.steady() > 0;  // no steady-state sample: no median, min or max
     ms.push_back({{"metric", m.metric()},
                   {"samples", m.samples()},
                   {"steady", m.steady()},
-                  {"median", m.median()},
-                  {"min", m.min()},
-                  {"max", m.max()},
+                  {"median", OrNull(have, m.median())},
+                  {"min", OrNull(have, m.min())},
+                  {"max", OrNull(have, m.max())},
                   {"usable", m.usable()},
                   {"detected_warmup", m.detected_warmup()},
                   {"warnings", m.warnings()},
-                  {"source", m.source()}});
+                  {"source", TextOrNull(m.source())}});
+  }
   j["metrics"] = ms;
   j["stderr_tail"] = r.stderr_tail();
   j["created_at"] = r.created_at();
-  j["started_at"] = r.started_at();
-  j["finished_at"] = r.finished_at();
+  j["started_at"] = TextOrNull(r.started_at());
+  j["finished_at"] = TextOrNull(r.finished_at());
   return j;
 }
 
@@ -321,10 +462,10 @@ ojson AgentJson(const v1::Agent& a) {
   j["running"] = a.running();
   j["connected"] = a.connected();
   j["busy"] = a.busy();
-  j["unhealthy"] = a.unhealthy();
-  j["executor"] = a.executor();
+  j["unhealthy"] = TextOrNull(a.unhealthy());
+  j["executor"] = a.executor().empty() ? "local" : a.executor();
   j["isolated_slots"] = a.isolated_slots();
-  j["last_seen"] = a.last_seen();
+  j["last_seen"] = TextOrNull(a.last_seen());
   j["version"] = a.version();
   return j;
 }
@@ -457,6 +598,78 @@ std::string WorkloadDetailText(const v1::WorkloadDetail& d) {
                             FormatPercent(m.min_effect()), m.source()});
   out += RenderTable(metrics);
   return out;
+}
+
+// --- CSV with raw values ----------------------------------------------------------------------
+
+namespace {
+
+std::string CsvCount(int64_t n) {
+  return std::to_string(n);
+}
+std::string CsvOr(bool have, double v) {
+  return have ? CsvNumber(v) : "";
+}
+std::string CsvId(int64_t id) {
+  return id ? std::to_string(id) : "";
+}
+std::string CsvBool(bool b) {
+  return b ? "true" : "false";
+}
+
+}  // namespace
+
+Table BaselineCsv(const v1::Baseline& b) {
+  Table t{{"baseline_id", "workload", "config_version", "metric", "unit", "better", "role", "n",
+           "median", "mean", "stddev", "cv", "min", "max"},
+          {}};
+  for (const auto& s : b.summaries()) {
+    const bool have = s.n() > 0;
+    t.rows.push_back({std::to_string(b.id()), b.workload(), std::to_string(b.config_version()),
+                      s.metric(), s.unit(), s.better(), s.role(), CsvCount(s.n()),
+                      CsvOr(have, s.median()), CsvOr(have, s.mean()), CsvOr(s.n() > 1, s.stddev()),
+                      CsvOr(s.n() > 1 && s.mean() != 0, s.cv()), CsvOr(have, s.min()),
+                      CsvOr(have, s.max())});
+  }
+  return t;
+}
+
+Table BaselinesCsv(const v1::ListBaselinesResponse& r) {
+  Table t{{"id", "workload", "config_version", "purpose", "state", "repeats", "runs_succeeded",
+           "runs_failed", "primary_metric", "n", "median", "cv", "created_at", "finished_at"},
+          {}};
+  for (const auto& b : r.baselines()) {
+    const v1::MetricSummary* primary = b.summaries_size() ? &b.summaries(0) : nullptr;
+    for (const auto& s : b.summaries())
+      if (s.role() == "primary") {
+        primary = &s;
+        break;
+      }
+    const bool have = primary && primary->n() > 0;
+    t.rows.push_back(
+        {std::to_string(b.id()), b.workload(), std::to_string(b.config_version()), b.purpose(),
+         b.state(), std::to_string(b.repeats()), std::to_string(b.runs_succeeded()),
+         std::to_string(b.runs_failed()), primary ? primary->metric() : "",
+         primary ? CsvCount(primary->n()) : "", have ? CsvNumber(primary->median()) : "",
+         have && primary->n() > 1 && primary->mean() != 0 ? CsvNumber(primary->cv()) : "",
+         b.created_at(), b.finished_at()});
+  }
+  return t;
+}
+
+Table RunCsv(const v1::Run& r) {
+  Table t{{"run_id", "workload", "baseline_id", "experiment_id", "arm", "attempt", "state",
+           "metric", "samples", "warmup", "steady", "median", "min", "max", "usable", "warnings"},
+          {}};
+  for (const auto& m : r.metrics()) {
+    const bool have = m.steady() > 0;
+    t.rows.push_back({std::to_string(r.id()), r.workload(), CsvId(r.baseline_id()),
+                      CsvId(r.experiment_id()), r.arm(), std::to_string(r.attempt()), r.state(),
+                      m.metric(), CsvCount(m.samples()), CsvCount(m.samples() - m.steady()),
+                      CsvCount(m.steady()), CsvOr(have, m.median()), CsvOr(have, m.min()),
+                      CsvOr(have, m.max()), CsvBool(m.usable()), m.warnings()});
+  }
+  return t;
 }
 
 }  // namespace tunectl

@@ -2,6 +2,7 @@
 // Pure functions; JSON keys are snake_case and stable.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -13,8 +14,95 @@ namespace tunectl {
 
 using ojson = nlohmann::ordered_json;
 
-// A paged list's JSON: {"items": [...], "next_page_token": "..." or null on the last page}.
-ojson PageJson(ojson items, const std::string& next_page_token);
+// The shape of every JSON document (docs/output.md): "apiVersion" and "kind" first, then the
+// body's fields. A list is {"apiVersion", "kind": "<Kind>List", "items": [...],
+// "next_page_token": "..." or null on the last page (and always null for lists that do not page)};
+// its items are the item kind's fields without apiVersion and kind.
+inline constexpr const char* kApiVersion = "tunectl/v1";
+// The null rules: a value that does not exist is null, never 0 or "".
+inline ojson OrNull(bool present, ojson v) {
+  return present ? std::move(v) : ojson(nullptr);
+}
+inline ojson IdOrNull(int64_t id) {
+  return OrNull(id != 0, id);
+}  // 0 = none
+inline ojson TextOrNull(const std::string& s) {
+  return OrNull(!s.empty(), s);
+}  // "" = none
+ojson Document(const std::string& kind, const ojson& body);
+ojson ListDocument(const std::string& item_kind, ojson items, const std::string& next_page_token);
+
+// The kind of the document a message is shown as (DocKind<v1::Experiment>::kName ==
+// "Experiment"); not defined for messages that are never a document of their own.
+template <typename M>
+struct DocKind;
+#define TUNECTL_DOC_KIND(Msg, Name)            \
+  template <>                                  \
+  struct DocKind<Msg> {                        \
+    static constexpr const char* kName = Name; \
+  }
+TUNECTL_DOC_KIND(v1::Workload, "Workload");
+TUNECTL_DOC_KIND(v1::Baseline, "Baseline");
+TUNECTL_DOC_KIND(v1::Run, "Run");
+TUNECTL_DOC_KIND(v1::Agent, "Agent");
+TUNECTL_DOC_KIND(v1::Hypothesis, "Hypothesis");
+TUNECTL_DOC_KIND(v1::Experiment, "Experiment");
+TUNECTL_DOC_KIND(v1::Config, "Config");
+TUNECTL_DOC_KIND(v1::LogEntry, "LogEntry");
+TUNECTL_DOC_KIND(v1::Schedule, "Schedule");
+TUNECTL_DOC_KIND(v1::Batch, "Batch");
+TUNECTL_DOC_KIND(v1::Token, "Token");
+TUNECTL_DOC_KIND(v1::WhoAmIResponse, "WhoAmI");
+TUNECTL_DOC_KIND(v1::AdvisorReport, "AdvisorReport");
+TUNECTL_DOC_KIND(v1::AuditReport, "AuditReport");
+TUNECTL_DOC_KIND(v1::AuditEntry, "AuditEntry");
+TUNECTL_DOC_KIND(v1::Goal, "Goal");
+TUNECTL_DOC_KIND(v1::Regression, "RegressionReport");
+TUNECTL_DOC_KIND(v1::RecordedRegression, "Regression");
+TUNECTL_DOC_KIND(v1::StabilityRun, "StabilityRun");
+TUNECTL_DOC_KIND(v1::Watch, "Watch");
+#undef TUNECTL_DOC_KIND
+
+// -o name: "kind/id" (experiment/12, workload/demo), as kubectl prints it. Only for messages
+// that name one object; the rest have no overload.
+std::string NameOf(const v1::Workload& w);
+std::string NameOf(const v1::Baseline& b);
+std::string NameOf(const v1::Run& r);
+std::string NameOf(const v1::Agent& a);
+std::string NameOf(const v1::Hypothesis& h);
+std::string NameOf(const v1::Experiment& e);
+std::string NameOf(const v1::Config& c);  // config/<workload>
+std::string NameOf(const v1::Schedule& s);
+std::string NameOf(const v1::Batch& b);
+std::string NameOf(const v1::Token& t);
+std::string NameOf(const v1::Goal& g);  // goal/<workload>
+std::string NameOf(const v1::RecordedRegression& g);
+std::string NameOf(const v1::StabilityRun& s);  // run/<id>
+std::string NameOf(const v1::Watch& w);
+
+// Parameter values in JSON are typed by the workload's declared types: int and float as
+// numbers, bool as true/false, enum and string as strings. A parameter whose type is not known
+// (no spec at hand, or not declared) is typed by its literal: an integer or decimal number, true
+// or false; anything else stays a string.
+using ParamTypes = std::map<std::string, std::string>;  // name -> int|float|bool|enum|string
+ParamTypes ParamTypesOf(const std::string& spec_json);  // {} when it is not a spec
+ojson ParamValueJson(const std::string& value, const std::string& type);
+ojson ParamsJson(const google::protobuf::Map<std::string, std::string>& params,
+                 const ParamTypes& types);
+
+// CSV with raw values: numbers as CsvNumber (no units, no %, ratios as ratios), an empty cell
+// for a missing value, one header line.
+Table BaselineCsv(const v1::Baseline& b);      // one row per metric
+Table RunCsv(const v1::Run& r);                // one row per metric of the run
+Table VerdictCsv(const v1::Experiment& e);     // one row per metric of the verdict
+Table BatchCsv(const v1::Batch& b);            // one row per member experiment
+Table ConfigCsv(const v1::Config& c);          // param,value rows of the current config
+Table HypothesisCsv(const v1::Hypothesis& h);  // one row
+Table ExperimentsCsv(const v1::ListExperimentsResponse& r);  // one row per experiment
+Table BaselinesCsv(const v1::ListBaselinesResponse& r);      // one row per baseline
+// Any other document as CSV: one row of its scalar fields, nested objects as "a.b" columns,
+// arrays as their JSON text; null is an empty cell.
+Table DocumentCsv(const ojson& doc);
 // The stderr line under a table or CSV whose list has more pages.
 std::string NextPageHint(const std::string& next_page_token);
 
@@ -25,7 +113,7 @@ ojson WhoAmIJson(const v1::WhoAmIResponse& w);
 ojson WorkloadJson(const v1::Workload& w);
 Table WorkloadsTable(const v1::ListWorkloadsResponse& r);
 
-ojson BaselineJson(const v1::Baseline& b);
+ojson BaselineJson(const v1::Baseline& b, const ParamTypes& types = {});
 Table BaselinesTable(const v1::ListBaselinesResponse& r);
 Table BaselineSummaryTable(const v1::Baseline& b);  // one row per metric
 std::string BaselineDetail(const v1::Baseline& b);  // header lines + summary table
@@ -55,7 +143,7 @@ ojson AuditEntryJson(const v1::AuditEntry& e);
 ojson GoalJson(const v1::Goal& g);
 std::string GoalDetail(const v1::Goal& g);
 
-ojson RunJson(const v1::Run& r);
+ojson RunJson(const v1::Run& r, const ParamTypes& types = {});
 Table RunsTable(const v1::ListRunsResponse& r);
 std::string RunDetail(const v1::Run& r);
 
@@ -65,18 +153,18 @@ Table AgentsTable(const v1::ListAgentsResponse& r);
 std::string FormatParams(const google::protobuf::Map<std::string, std::string>& p);
 
 // The loop: hypotheses, experiments and their verdicts, configs, the tuning log.
-ojson HypothesisJson(const v1::Hypothesis& h);
+ojson HypothesisJson(const v1::Hypothesis& h, const ParamTypes& types = {});
 Table HypothesesTable(const v1::ListHypothesesResponse& r);
 std::string HypothesisDetail(const v1::Hypothesis& h);
 
-ojson ExperimentJson(const v1::Experiment& e);
+ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types = {});
 Table ExperimentsTable(const v1::ListExperimentsResponse& r);
 Table VerdictTable(
     const v1::Experiment& e);  // metric, role, control, variant, effect, CI, p, decision
 std::string ExperimentDetail(const v1::Experiment& e);
 std::string ExperimentProgress(const v1::Experiment& e, double elapsed_s);
 
-ojson ConfigJson(const v1::Config& c);
+ojson ConfigJson(const v1::Config& c);  // params typed by c.spec_json
 std::string ConfigDetail(const v1::Config& c);
 // The current config as json | yaml | env | args (the bound command line).
 Result<std::string> ConfigExport(const v1::Config& c, const std::string& format);
@@ -88,7 +176,7 @@ Table LogParamTable(const v1::ListLogResponse& r);
 
 ojson ScheduleJson(const v1::Schedule& s);
 Table SchedulesTable(const v1::ListSchedulesResponse& r);
-ojson BatchJson(const v1::Batch& b);
+ojson BatchJson(const v1::Batch& b, const ParamTypes& types = {});
 // A batch in a list: its members counted by state and decision (batch show has each member).
 ojson BatchSummaryJson(const v1::Batch& b);
 Table BatchesTable(const v1::ListBatchesResponse& r);

@@ -106,7 +106,7 @@ class Cluster:
                                              env=self.env)
         log.close()
         self.wait_for(lambda: any(a["name"] == name and a["connected"]
-                                  for a in self.json("agent", "list")), what=f"agent {name}")
+                                  for a in self.items("agent", "list")), what=f"agent {name}")
 
     def http_get(self, path):
         """(status, body) of GET <path> on the server's HTTP endpoint: HTTPS with the server's CA
@@ -236,9 +236,10 @@ class Cluster:
         return json.loads(self.cli(*args, "-o", "json").stdout)
 
     def items(self, *args):
-        """The rows of a list command (one page: {"items": [...], "next_page_token": ...})."""
+        """The rows of a list command: one page of a <Kind>List (docs/output.md)."""
         page = self.json(*args)
-        assert set(page) == {"items", "next_page_token"}, page
+        assert list(page) == ["apiVersion", "kind", "items", "next_page_token"], page
+        assert page["apiVersion"] == "tunectl/v1" and page["kind"].endswith("List"), page
         return page["items"]
 
     def log(self, name):

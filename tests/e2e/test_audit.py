@@ -122,12 +122,15 @@ class AuditE2E(unittest.TestCase):
             self.assertEqual(r["hash"], prev, r)
         self.assertEqual(prev, c.json("audit", "verify")["head"]["hash"])
 
-        # JSON: an array of the same rows; a window that ends before them is empty
-        items = json.loads(c.cli("audit", "export", "--since", "2000-01-01", "-o", "json").stdout)
+        # JSON: an AuditEntryList of the same rows; a window that ends before them is empty
+        export = json.loads(c.cli("audit", "export", "--since", "2000-01-01", "-o", "json").stdout)
+        self.assertEqual((export["apiVersion"], export["kind"], export["next_page_token"]),
+                         ("tunectl/v1", "AuditEntryList", None))
+        items = export["items"]
         self.assertEqual([(i["source"], i["id"], i["hash"]) for i in items[:links]],
                          [(r["source"], int(r["id"]), r["hash"]) for r in rows[:links]])
         self.assertEqual(json.loads(c.cli("audit", "export", "--since", "2000-01-01", "--until",
-                                          "2001-01-01", "-o", "json").stdout), [])
+                                          "2001-01-01", "-o", "json").stdout)["items"], [])
         table = c.cli("audit", "export", "--since", "1d").stdout
         self.assertTrue(table.startswith("SEQ"), table)
         self.assertIn("workload.created", table)

@@ -131,7 +131,7 @@ class AuthTest(unittest.TestCase):
         p = self.as_token(operator, "baseline", "list")
         self.assertEqual(p.returncode, 5, p.stderr)
         self.assertIn("unknown or revoked", p.stderr)
-        listed = {t["name"]: t for t in c.json("token", "list", "--all")}
+        listed = {t["name"]: t for t in c.items("token", "list", "--all")}
         self.assertIsNotNone(listed["carol"]["revoked_at"], listed)
         self.assertNotIn("secret", listed["bob"])
 
@@ -154,12 +154,12 @@ class AuthTest(unittest.TestCase):
         anonymous = agent_proc("anon", None, "agent-anon.log")
         agent_proc("n9", agent, "agent-n9.log")
         c.wait_for(lambda: any(a["name"] == "n9" and a["connected"]
-                               for a in c.json("agent", "list")), what="agent n9")
+                               for a in c.items("agent", "list")), what="agent n9")
         c.wait_for(lambda: "bound to agent" in open(impostor, errors="replace").read(),
                    timeout=60, what="the impostor's refusal")
         c.wait_for(lambda: "needs a token" in open(anonymous, errors="replace").read(),
                    timeout=60, what="the anonymous agent's refusal")
-        names = [a["name"] for a in c.json("agent", "list")]
+        names = [a["name"] for a in c.items("agent", "list")]
         self.assertEqual(names, ["n9"], names)
         refused = self.refusals()
         self.assertTrue(any(r.startswith("agent:n9|/tunectl.v1.AgentService/Session|")
@@ -196,7 +196,7 @@ class AuthTest(unittest.TestCase):
         p = self.as_token(old_token, "workload", "list")
         self.assertEqual(p.returncode, 5, p.stderr)
         self.assertIn("unknown or revoked", p.stderr)
-        tokens = [t for t in c.json("token", "list", "--all") if t["name"] == old]
+        tokens = [t for t in c.items("token", "list", "--all") if t["name"] == old]
         self.assertEqual([t["revoked_by"] is not None for t in tokens], [True, False], tokens)
 
 

@@ -79,11 +79,11 @@ class BaselineE2E(unittest.TestCase):
         self.assertIn("MEDIAN", table)
         run = c.items("run", "list", "--baseline", str(b["id"]))[0]
         detail = c.json("run", "show", str(run["id"]))
-        self.assertEqual(detail["params"]["num_workers"], "1")
+        self.assertEqual(detail["params"]["num_workers"], 1)  # typed: an int param
         self.assertEqual({m["metric"] for m in detail["metrics"]}, {"samples_per_s", "step_time_ms", "data_wait_ms", "loss"})
         csv = c.cli("run", "list", "-o", "csv").stdout
         self.assertTrue(csv.startswith("id,for,#,attempt,state"))
-        agents = c.json("agent", "list")
+        agents = c.items("agent", "list")
         self.assertEqual(agents[0]["labels"], {"gpu": "none", "pool": "cpu"})
 
     def test_2_bad_workloads_change_nothing(self):
@@ -120,7 +120,7 @@ class BaselineE2E(unittest.TestCase):
         self.assertIn("baseline 999 not found", p.stderr)
         p = c.cli("run", "list", "-o", "yaml", check=False)
         self.assertEqual(p.returncode, 2)
-        self.assertIn('"yaml" is not a format; allowed: table, json, csv', p.stderr)
+        self.assertIn('"yaml" is not a format; allowed: table, json, csv, name', p.stderr)
 
     def test_7_checkpoint_steps_are_left_out(self):
         c = self.c
@@ -175,7 +175,7 @@ class BaselineE2E(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("is in use by another tunectl-server", p.stdout + p.stderr)
-        self.assertEqual(c.json("agent", "list")[0]["connected"], True)  # first server unharmed
+        self.assertEqual(c.items("agent", "list")[0]["connected"], True)  # first server unharmed
 
     def test_6_server_restart_mid_baseline_loses_and_duplicates_nothing(self):
         c = self.c
@@ -243,7 +243,7 @@ class BaselineE2E(unittest.TestCase):
         # Delivered. A single run on a loaded machine may not settle; the baseline then fails
         # for that reason, and only that one.
         if b["state"] != "completed":
-            self.assertIn("no steady state", b.get("reason", ""), b)
+            self.assertIn("no steady state", b.get("reason") or "", b)
         self.assertEqual(run["attempt"], 1)  # delivered, not re-run
         self.assert_no_loss_no_duplicates(bid)
         c.wait_for(lambda: not os.listdir(spool), timeout=10, what="the spool to empty once acked")

@@ -53,7 +53,7 @@ class BatchE2E(unittest.TestCase):
         bad = c.cli("schedule", "create", "x", "--window", "Mon-Fry 01:00-02:00", check=False)
         self.assertEqual(bad.returncode, 2)
         self.assertIn('"Mon-Fry" is not a day range', bad.stderr)
-        self.assertEqual(len(c.json("schedule", "list")), 1)
+        self.assertEqual(len(c.items("schedule", "list")), 1)
 
         # num_workers=2 on a 2-core machine settles mid-run into alternating fast/slow steps, which
         # the per-run analysis rightly calls unsteady; 4 and 8 are steady. A cap of 10 pairs leaves
@@ -100,7 +100,7 @@ class BatchE2E(unittest.TestCase):
         runs = c.items("run", "list", "--baseline", bid)
         self.assertEqual(runs[0]["state"], "queued")
         self.assertIn("idle probe fails", runs[0]["wait_reason"])
-        agent = [a for a in c.json("agent", "list") if a["name"] == "prod-node"][0]
+        agent = [a for a in c.items("agent", "list") if a["name"] == "prod-node"][0]
         self.assertTrue(agent["busy"])
         open(free, "w").close()  # production work is gone
         c.wait_for(lambda: c.json("baseline", "show", bid)["state"] != "running", timeout=60,
@@ -120,7 +120,7 @@ class BatchE2E(unittest.TestCase):
                     "--on-window-end", "kill", check=False)
         self.assertEqual(bad.returncode, 2)
         self.assertIn('--on-window-end: "kill" is not a policy; allowed: finish', bad.stderr)
-        self.assertNotIn("y", [s["name"] for s in c.json("schedule", "list")])
+        self.assertNotIn("y", [s["name"] for s in c.items("schedule", "list")])
         b = json.loads(c.cli("batch", "create", "--workload", "demo", "--vary", "steps=8000",
                              "--schedule", "minutely",
                              "-o", "json").stdout)

@@ -81,7 +81,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(self.c.json("config", "show", "--workload", "demo")["workload"], "demo")
 
     def test_contexts_list_and_use(self):
-        rows = self.c.json("context", "list")
+        rows = self.c.items("context", "list")
         self.assertEqual([r["current"] for r in rows], [True])
         self.assertTrue(rows[0]["token"])
         p = self.run_cli("context", "use", "nope")

@@ -17,7 +17,7 @@ class ClockE2E(unittest.TestCase):
         c = Cluster(server_args=("--clock-offset", f"{offset}s"))
         try:
             c.cli("schedule", "create", "nightly", "--window", "daily 01:00-06:00", "--tz", "UTC")
-            [s] = c.json("schedule", "list")
+            [s] = c.items("schedule", "list")
             self.assertIn("window open until", s["status"], s)
             created = dt.datetime.strptime(s["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
             self.assertEqual(created.date(), target.date(), s)

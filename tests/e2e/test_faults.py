@@ -132,7 +132,7 @@ class FaultsE2E(unittest.TestCase):
                             timeout=30, what="the duplicate agent's refusal")
             text = open(log, errors="replace").read()
             self.assertIn("agent name node-1 is held by a live agent on host", text)
-            agents = self.c.json("agent", "list")
+            agents = self.c.items("agent", "list")
             self.assertEqual([a["name"] for a in agents], ["node-1"], agents)
             self.assertEqual(agents[0]["labels"], {"pool": "cpu"}, agents)  # not overwritten
         finally:

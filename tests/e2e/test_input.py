@@ -30,7 +30,7 @@ class InputTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("schedule name", p.stderr)
             self.assertIn("allowed: 1-63 of a-z 0-9 _ . -", p.stderr)
-        self.assertEqual(c.json("schedule", "list"), [])
+        self.assertEqual(c.items("schedule", "list"), [])
 
     def test_an_oversize_field_is_refused_naming_it_and_stores_nothing(self):
         c = self.c

@@ -53,7 +53,7 @@ class LoopE2E(unittest.TestCase):
             self.skipTest("the variant's runs did not settle on this machine: " + why[:200])
         self.assertEqual(e["decision"], "improved", e)
         self.assertEqual(e["hypothesis_result"], "confirmed", e)
-        self.assertEqual(e["change"]["to"], {"num_workers": "4"})
+        self.assertEqual(e["change"]["to"], {"num_workers": 4})
         m = {x["metric"]: x for x in e["metrics"]}
         self.assertGreater(m["samples_per_s"]["ratio"], 1.10)
         self.assertGreater(m["samples_per_s"]["ci_low"], 1.0)
@@ -83,7 +83,7 @@ class LoopE2E(unittest.TestCase):
         self.assertIn("config v2", f.stdout)
         cfg = c.json("config", "show", "demo")
         self.assertEqual(cfg["version"], 2)
-        self.assertEqual(cfg["params"]["num_workers"], "4")
+        self.assertEqual(cfg["params"]["num_workers"], 4)
         self.assertEqual([v["version"] for v in cfg["lineage"]], [1, 2])
         self.assertEqual(cfg["lineage"][1]["experiment_id"], e["id"])
         self.assertIn("--num-workers 4", c.cli("config", "export", "demo", "--format", "args").stdout)
@@ -149,7 +149,7 @@ class LoopE2E(unittest.TestCase):
         p = self.c.cli("experiment", "run", "--vary", "num_workers=8")
         eid = int(p.stdout.strip())
         e = self.c.json("experiment", "show", str(eid))
-        self.assertEqual(e["change"]["to"], {"num_workers": "8"})
+        self.assertEqual(e["change"]["to"], {"num_workers": 8})
         self.c.cli("experiment", "cancel", str(eid))
         self.c.wait_for(lambda: self.c.json("experiment", "show", str(eid))["runs"]["active"] == 0,
                         what="cancelled runs to stop")

@@ -60,7 +60,7 @@ class RegressE2E(unittest.TestCase):
 
         # Confirmed once (not once per run that followed): a regression in the tuning log, and an
         # alert on /metrics.
-        rec = [g for g in r["regressions"] if g["kind"] == "change_point"]
+        rec = [g for g in r["regressions"] if g["type"] == "change_point"]
         self.assertEqual(len(rec), 1, r["regressions"])
         self.assertEqual(rec[0]["first_bad_run"], first_slow)
         log = [e for e in c.items("log", "--limit", "0") if e["kind"] == "regression"]
@@ -106,7 +106,7 @@ class RegressE2E(unittest.TestCase):
         c.metrics_with('tunectl_regression_alerts{kind="stability",metric="samples_per_s",'
                        'workload="demo"} 1\n')
         # The node is fixed: resolving the regression stops its alert and is logged.
-        rid = [g["id"] for g in r["regressions"] if g["kind"] == "stability"][0]
+        rid = [g["id"] for g in r["regressions"] if g["type"] == "stability"][0]
         p = c.cli("regress", "resolve", str(rid), check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--reason", p.stderr)  # what fixed it is required

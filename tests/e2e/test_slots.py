@@ -46,7 +46,7 @@ class SlotsE2E(unittest.TestCase):
         for r in runs:
             self.assertEqual(r["state"], "succeeded", r)
             self.assertEqual(r["slot"], int(r["placement"][5]))
-        agent = [a for a in c.json("agent", "list") if a["name"] == "node-1"][0]
+        agent = [a for a in c.items("agent", "list") if a["name"] == "node-1"][0]
         self.assertFalse(agent["isolated_slots"])
 
         e = json.loads(c.cli("experiment", "run", "--workload", "slots", "--vary", "level=120",

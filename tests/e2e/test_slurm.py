@@ -116,7 +116,7 @@ class SlurmE2E(unittest.TestCase):
             self.assertEqual(r["slot"], -1, r)
             self.assert_samples_are_the_lines_printed(r)
             self.assertEqual(self.job_state(r["external_id"]), "COMPLETED")
-        agent = [a for a in c.json("agent", "list") if a["name"] == "slurm-1"][0]
+        agent = [a for a in c.items("agent", "list") if a["name"] == "slurm-1"][0]
         self.assertEqual(agent["executor"], "slurm")
 
         e = json.loads(c.cli("experiment", "run", "--workload", "sl", "--vary", "level=120",
@@ -127,7 +127,7 @@ class SlurmE2E(unittest.TestCase):
             self.assertEqual(r["state"], "succeeded", r)
             self.assert_samples_are_the_lines_printed(r)
         # Later runs of the experiment are pinned to the node of its first run.
-        self.assertTrue(any("first run" in r["placement"] for r in runs), runs)
+        self.assertTrue(any("first run" in (r["placement"] or "") for r in runs), runs)
         shown = c.json("experiment", "show", str(e["id"]))
         self.assertEqual(shown["state"], "decided", shown)
 

@@ -42,7 +42,7 @@ TEST(ParseOutputFormat, RejectsUnknownNamingAllowed) {
   auto r = ParseOutputFormat("yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "-o/--output: \"yaml\" is not a format; allowed: table, json, csv");
+            "-o/--output: \"yaml\" is not a format; allowed: table, json, csv, name");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ v1::Baseline Sample() {
 TEST(BaselineViews, JsonHasSummaryWithNumbers) {
   ojson j = BaselineJson(Sample());
   EXPECT_EQ(j["id"], 3);
-  EXPECT_EQ(j["params"]["num_workers"], "1");
+  EXPECT_EQ(j["params"]["num_workers"], 1);  // no declared types: typed by its literal
   ASSERT_EQ(j["summary"].size(), 1u);
   EXPECT_EQ(j["summary"][0]["metric"], "samples_per_s");
   EXPECT_DOUBLE_EQ(j["summary"][0]["median"].get<double>(), 2427.4);
@@ -345,10 +345,11 @@ TEST(BatchViews, AdjustedPIsShownOnlyOnceTheBatchIsCorrected) {
 }
 
 TEST(PageViews, JsonCarriesTheItemsAndTheNextTokenOrNull) {
-  auto j = PageJson(ojson::array({1, 2}), "log:17");
+  auto j = ListDocument("LogEntry", ojson::array({1, 2}), "log:17");
+  EXPECT_EQ(j["kind"], "LogEntryList");
   EXPECT_EQ(j["items"].size(), 2u);
   EXPECT_EQ(j["next_page_token"], "log:17");
-  EXPECT_TRUE(PageJson(ojson::array(), "")["next_page_token"].is_null());
+  EXPECT_TRUE(ListDocument("LogEntry", ojson::array(), "")["next_page_token"].is_null());
   EXPECT_THAT(NextPageHint("log:17"), HasSubstr("--page-token log:17"));
 }
 
