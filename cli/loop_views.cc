@@ -400,6 +400,8 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
                     {"min_pairs", e.min_pairs()},
                     {"ci", e.interim_ci()},
                     {"metrics", im}};
+  } else {
+    j["interim"] = nullptr;  // only while it runs
   }
   j["agent"] = TextOrNull(e.agent());
   j["placement"] = TextOrNull(e.placement());

@@ -90,7 +90,7 @@ class VerbsTest(unittest.TestCase):
         self.c.cli("workload", "unarchive", "kept")
         self.assertIn("kept", self.names())
         self.assertFalse(self.c.json("workload", "show", "kept")["archived"])
-        audit = self.c.json("audit", "export", "--since", "1h")
+        audit = self.c.items("audit", "export", "--since", "1h")
         kinds = [e["kind"] for e in audit]
         for kind in ("workload.deleted", "workload.archived", "workload.unarchived"):
             self.assertEqual(kinds.count(kind), 1, kinds)
@@ -107,17 +107,17 @@ class VerbsTest(unittest.TestCase):
         agent = self.c.agents.pop("verbs-1")
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=30)
-        self.c.wait_for(lambda: not [a for a in self.c.json("agent", "list")
+        self.c.wait_for(lambda: not [a for a in self.c.items("agent", "list")
                                      if a["name"] == "verbs-1"][0]["connected"],
                         what="the agent to be disconnected")
         out = self.c.cli("agent", "remove", "verbs-1").stdout
         self.assertIn("agent verbs-1 removed", out)
         self.assertIn("1 unfinished run(s) it held requeued", out)
-        self.assertNotIn("verbs-1", [a["name"] for a in self.c.json("agent", "list")])
+        self.assertNotIn("verbs-1", [a["name"] for a in self.c.items("agent", "list")])
         runs = self.c.items("run", "list", "--baseline", bid)
         self.assertEqual([(r["state"], r["attempt"]) for r in runs], [("queued", 2)])
         self.assert_refused(["agent", "remove", "verbs-1"], 3, "not found")
-        audit = self.c.json("audit", "export", "--since", "1h")
+        audit = self.c.items("audit", "export", "--since", "1h")
         removed = [e for e in audit if e["kind"] == "agent.removed"]
         self.assertEqual(len(removed), 1, audit)
         self.assertNotIn(removed[0]["actor"], ("", "server"))  # the token's identity
