@@ -17,6 +17,10 @@ import unittest
 
 from cluster import Cluster, SRC, free_port
 
+# Debian's python3-torch (installed by scripts/bootstrap) lives beside Debian's interpreter; the
+# `python3` on PATH may be another one (CI's is a pyenv build without torch).
+TORCH_PYTHON = "/usr/bin/python3"
+
 FIXTURES = os.path.join(SRC, "tests", "fixtures", "prometheus")
 
 # A job that keeps one core busy for ~4 s and prints a step line now and then.
@@ -230,7 +234,7 @@ run: {{repeats: 2, warmup_steps: 0, selector: {{pool: cpu}}}}
 import os, subprocess, sys
 out = os.path.join(os.environ["TUNECTL_RUN_DIR"], "prof", "trainer.pt.trace.json")
 os.makedirs(os.path.dirname(out), exist_ok=True)
-subprocess.run([sys.executable, {maker!r}, out], check=True)
+subprocess.run([{TORCH_PYTHON!r}, {maker!r}, out], check=True)
 for step in range(1, 6):
     print(f"step {{step}} loss {{1.0 / step}}", flush=True)
 """)
