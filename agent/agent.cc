@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/run_dirs.h"
 #include "sys/endpoint_grpc.h"
 #include "sys/files.h"
 #include "sys/process.h"
@@ -212,6 +213,15 @@ bool Agent::Session() {
         CancelRun(in.cancel().run_id(), in.cancel().attempt());
         break;
       case v1::ServerMessage::kAck: OnAck(in.ack()); break;
+      case v1::ServerMessage::kLogRequest: {  // `tunectl run logs`: a bounded read, answered now
+        v1::AgentMessage m;
+        // The local and Kubernetes executors mark each line of output.log with its stream; a
+        // Slurm job writes its own output.log.
+        *m.mutable_log_chunk() = ReadRunLog(opts_.executor.runs_dir, in.log_request(),
+                                            std::string(executor_->Kind()) != "slurm");
+        SendBestEffort(std::move(m));
+        break;
+      }
       default: break;
     }
     ReapFinished();
@@ -502,6 +512,30 @@ void Agent::CheckNode() {
   unhealthy_ = unhealthy;
 }
 
+void Agent::PruneRunDirsIfDue() {
+  if (opts_.keep_run_dirs_s <= 0 || opts_.executor.runs_dir.empty()) return;
+  std::set<int64_t> held;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    // Not before the first Welcome: jobs an earlier agent process left are adopted by then.
+    if (!cleaned_up_ || !adopted_.empty()) return;
+    if (pruned_at_ != Steady::time_point{} &&
+        Steady::now() - pruned_at_ < std::chrono::seconds(opts_.prune_interval_s))
+      return;
+    pruned_at_ = Steady::now();
+    for (const auto& [id, _] : runs_) held.insert(id);
+    for (const auto& [id, _] : deferred_) held.insert(id);
+  }
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  const auto removed = PruneRunDirs(opts_.executor.runs_dir, held, now_s, opts_.keep_run_dirs_s);
+  if (!removed.empty())
+    log_(LogLevel::kInfo,
+         "removed " + std::to_string(removed.size()) +
+             " run directories older than --keep-runs-for (oldest: " + removed.front() + ")");
+}
+
 void Agent::ProbeLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
@@ -511,6 +545,7 @@ void Agent::ProbeLoop() {
     check_now_ = false;
     l.unlock();
     CheckNode();  // may take up to the probe's timeout: its own thread
+    PruneRunDirsIfDue();
     l.lock();
   }
 }

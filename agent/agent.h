@@ -54,6 +54,10 @@ struct AgentOptions {
   int64_t outbox_memory_bytes = 64 << 20;  // beyond this, spooled messages stay on disk only
   int64_t min_free_disk_bytes = 64 << 20;  // less free in the runs dir: the node is unhealthy
   int keepalive_ms = 10000;  // gRPC keepalive ping interval (the peer has 5 s to answer)
+  // A run directory (generated files, output.log for `tunectl run logs`) is removed this long
+  // after its run last wrote to it; checked every `prune_interval_s`. <= 0 keeps them all.
+  int64_t keep_run_dirs_s = 7 * 86400;
+  int64_t prune_interval_s = 600;
 };
 
 class Agent : private RunSink {
@@ -97,7 +101,8 @@ class Agent : private RunSink {
   void ReapFinished();
   void LoadSpool();  // unacked messages of an earlier agent process back into the outbox
   std::string SpoolPath(const Pending& p) const;
-  void CheckNode();  // idle probe and health check; on the probe thread
+  void CheckNode();          // idle probe and health check; on the probe thread
+  void PruneRunDirsIfDue();  // the retention of run directories; on the probe thread
 
   void OnPending(const v1::RunPending& m) override;
   void OnStarted(const v1::RunStarted& m) override;
@@ -138,7 +143,8 @@ class Agent : private RunSink {
   std::string unhealthy_;      // "" = healthy
   std::string infra_failure_;  // the last run this node could not run, and why
   std::chrono::steady_clock::time_point infra_failure_until_{};
-  bool check_now_ = false;  // wakes the probe thread
+  bool check_now_ = false;                             // wakes the probe thread
+  std::chrono::steady_clock::time_point pruned_at_{};  // the last PruneRunDirsIfDue that ran
 };
 
 }  // namespace tunectl

@@ -215,6 +215,7 @@ void LocalExecutor::Run(const v1::Assign& a, const SlotGrant& slot, const RunCon
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const auto now = Clock::now();
     output.Tick();
+    log.flush();  // what the job printed is in output.log within a poll: `run logs -f` reads it
     if (reason.empty() && !duration_reached && !exited_at && now >= duration_end) {
       // A stability run has lasted as long as asked: stop it as a time limit would; the run
       // succeeded unless the job fails to stop within the grace period.

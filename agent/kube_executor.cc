@@ -298,6 +298,7 @@ void KubeExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Run
       std::this_thread::sleep_for(milliseconds(std::min(kopts_.poll_ms, 100)));
     }
     output.Tick();
+    log.flush();  // `run logs -f` reads output.log as it grows
     const auto now = Steady::now();
 
     if (!stop_sent && ctl.cancel.load()) stop("cancelled");
@@ -431,6 +432,7 @@ void KubeExecutor::Run(const v1::Assign& a, const SlotGrant& /*slot*/, const Run
         logs.reset();
       }
       output.Tick();
+      log.flush();  // `run logs -f` reads output.log as it grows
     }
     wrap_up();
     const KubeEnd end = ClassifyKubeEnd(seen);

@@ -11,6 +11,7 @@
 #include "agent/kube_executor.h"
 #include "agent/slurm_executor.h"
 #include "core/names.h"
+#include "core/spec.h"
 #include "sys/endpoint.h"
 #include "sys/signals.h"
 
@@ -43,6 +44,11 @@ int main(int argc, char** argv) {
                  "working directory of launched jobs (default: the current directory)");
   app.add_option("--runs-dir", opts.executor.runs_dir,
                  "where run directories (generated files, output.log) go");
+  std::string keep_runs_for = "7d";
+  app.add_option("--keep-runs-for", keep_runs_for,
+                 "how long a finished run's directory (its output for `tunectl run logs`) is kept "
+                 "after its last write, e.g. 7d, 36h; 0 = forever")
+      ->capture_default_str();
   app.add_option("--node-exporter", opts.executor.exporters["node"],
                  "what a workload's `prometheus: node` metrics scrape; {node} is the run's node")
       ->capture_default_str();
@@ -196,6 +202,16 @@ int main(int argc, char** argv) {
     opts.executor.runs_dir = base + "/agent-" + opts.name + "/runs";
   }
   opts.spool_dir = spool == "default" ? opts.executor.runs_dir + "/.spool" : spool;
+  if (keep_runs_for == "0") {
+    opts.keep_run_dirs_s = 0;
+  } else if (auto keep = tunectl::ParseDurationMs(keep_runs_for); !keep.ok() || *keep < 60'000) {
+    std::cerr << "error: --keep-runs-for: \"" << keep_runs_for
+              << "\" is not allowed; use a duration of at least 1m (e.g. 7d, 36h) or 0 for "
+                 "forever\n";
+    return 2;
+  } else {
+    opts.keep_run_dirs_s = *keep / 1000;
+  }
   if (executor_kind == "slurm") {
     if (auto st = tunectl::CheckSlurmOptions(slurm.slurm); !st.ok()) {
       std::cerr << "--partition/--account/--qos/--sbatch-option: " << st.message() << "\n";

@@ -200,6 +200,26 @@ class GrpcClient : public Client {
     r.set_reason(reason);
     return Call<v1::RecordedRegression>(&v1::TuningService::Stub::ResolveRegression, r);
   }
+  Status StreamRunLogs(const v1::StreamRunLogsRequest& r,
+                       const std::function<bool(const v1::RunLogChunk&)>& on_chunk) override {
+    grpc::ClientContext ctx;
+    if (!r.follow())  // a finished run's output comes at once; a follow lasts as long as the run
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+    AddToken(ctx, token_);
+    auto reader = stub_->StreamRunLogs(&ctx, r);
+    v1::RunLogChunk c;
+    while (reader->Read(&c)) {
+      if (!on_chunk(c)) {
+        ctx.TryCancel();
+        while (reader->Read(&c)) {
+        }
+        reader->Finish();
+        return Status::Ok();
+      }
+    }
+    grpc::Status st = reader->Finish();
+    return st.ok() ? Status::Ok() : ErrorOf(st, "");
+  }
   Result<v1::Watch> RegressStop(const std::string& workload) override {
     v1::RegressStopRequest r;
     r.set_workload(workload);
@@ -224,6 +244,11 @@ class GrpcClient : public Client {
     Resp resp;
     grpc::Status st = (stub_.get()->*m)(&ctx, req, &resp);
     if (st.ok()) return resp;
+    return ErrorOf(st, retry_hint);
+  }
+
+  // A gRPC error as the CLI says it: the server's message, and what to do about it.
+  Status ErrorOf(const grpc::Status& st, const std::string& retry_hint) const {
     switch (st.error_code()) {
       case grpc::StatusCode::INVALID_ARGUMENT: return Status::InvalidArgument(st.error_message());
       case grpc::StatusCode::NOT_FOUND: return Status::NotFound(st.error_message());

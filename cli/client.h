@@ -2,6 +2,7 @@
 // translation unit that includes grpcpp. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -69,6 +70,10 @@ class Client {
   virtual Result<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& r) = 0;
   virtual Result<v1::Token> RevokeToken(const std::string& name) = 0;
   virtual Result<v1::WhoAmIResponse> WhoAmI() = 0;
+  // A run's output as the server relays it: `on_chunk` gets each chunk as it arrives and returns
+  // false to stop. Returns once the stream ends (a finished run's output sent, or stopped).
+  virtual Status StreamRunLogs(const v1::StreamRunLogsRequest& r,
+                               const std::function<bool(const v1::RunLogChunk&)>& on_chunk) = 0;
 };
 
 }  // namespace tunectl

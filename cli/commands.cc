@@ -14,6 +14,7 @@
 #include "core/audit_chain.h"
 #include "core/auth.h"
 #include "core/lifecycle.h"
+#include "core/run_logs.h"
 #include "core/spec.h"
 #include "sys/ed25519.h"
 
@@ -469,6 +470,48 @@ int RunShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err
       &RunDetail, &RunCsv);
 }
 
+int RunLogs(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.output != "table" && o.output != "json")
+    return Fail(err, Status::InvalidArgument(
+                         "-o: \"" + o.output +
+                         "\" is not allowed for run logs; allowed: table (the output as the job "
+                         "wrote it) or json (one RunLogLine object per line)"));
+  v1::StreamRunLogsRequest req;
+  req.set_run_id(o.id);
+  req.set_attempt(o.attempt);
+  req.set_follow(o.follow);
+  req.set_tail_lines(o.tail);
+  const bool json = o.output == "json";
+  std::string carry;  // -o json: the line not ended yet
+  int attempt = 0;
+  std::string agent;
+  auto emit_lines = [&](const std::vector<std::string>& lines) {
+    for (const auto& l : lines) out << RunLogLineJson(o.id, attempt, agent, l).dump() << "\n";
+  };
+  Status st = c.StreamRunLogs(req, [&](const v1::RunLogChunk& ch) {
+    if (!ch.note().empty()) {
+      err << "run logs: " << ch.note() << "\n";
+      return true;
+    }
+    if (json && ch.attempt() != attempt && !carry.empty()) {  // a new attempt: end the old line
+      emit_lines({carry});
+      carry.clear();
+    }
+    attempt = ch.attempt();
+    agent = ch.agent();
+    if (json)
+      emit_lines(TakeLines(&carry, ch.data()));
+    else
+      out << ch.data();
+    out.flush();
+    return static_cast<bool>(out);
+  });
+  if (json && !carry.empty()) emit_lines({carry});
+  out.flush();
+  if (!st.ok()) return Fail(err, st);
+  return 0;
+}
+
 int AgentList(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto r = c.ListAgents();
   if (!r.ok()) return Fail(err, r.status());
@@ -691,7 +734,7 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!r.ok()) return Fail(err, r.status());
   if (!r->goal().empty() && o.output == "table") out << "goal: " << r->goal() << "\n\n";
   return Emit(o, out, err, *r, o.param.empty() ? &LogTable : &LogParamTable, r->entries(),
-              &LogJson);
+              &LogJson, &LogCsv);
 }
 
 // --- audit ------------------------------------------------------------------------------------
@@ -1121,6 +1164,9 @@ const std::vector<Command>& Commands() {
        &BaselineCancel},
       {"run", "list", "list runs, with why queued runs wait", &RunList},
       {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
+      {"run", "logs",
+       "a run's output (stdout and stderr) from the agent that holds it; -f follows it live",
+       &RunLogs},
       {"agent", "list", "list agents and their slots", &AgentList},
       {"agent", "remove",
        "take a disconnected agent off agent list (its unfinished runs are requeued); it comes back "

@@ -65,6 +65,9 @@ struct CliOptions {
   int64_t experiment = 0;               // run list --experiment
   std::string state;                    // experiment list --state
   int version = 0;                      // config export --version (0 = the current one)
+  bool follow = false;                  // run logs -f: keep streaming while the run runs
+  int tail = 0;                         // run logs --tail N (0 = from the beginning)
+  int attempt = 0;                      // run logs --attempt N (0 = the current attempt)
   std::vector<CompletionCommand> completion;  // completion: the command tree main.cc built
 };
 

@@ -741,6 +741,22 @@ Table LogTable(const v1::ListLogResponse& r) {
   return t;
 }
 
+Table LogCsv(const v1::ListLogResponse& r) {
+  Table t{{"experiment_id", "at", "kind", "workload", "change", "expected", "hypothesis_result",
+           "primary_metric", "ratio", "ci_low", "ci_high", "decision", "frozen", "actor"},
+          {}};
+  for (const auto& e : r.entries()) {
+    const bool decided = e.kind().empty() || e.kind() == "decided";
+    const bool ratio = decided || e.ratio() > 0;  // a regression's effect when its levels are known
+    t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "", e.at(),
+                      e.kind().empty() ? "decided" : e.kind(), e.workload(), e.change(),
+                      e.expected(), e.hypothesis_result(), e.primary_metric(),
+                      ratio ? CsvNumber(e.ratio()) : "", decided ? CsvNumber(e.ci_low()) : "",
+                      decided ? CsvNumber(e.ci_high()) : "", e.decision(), e.frozen(), e.actor()});
+  }
+  return t;
+}
+
 Table LogParamTable(const v1::ListLogResponse& r) {
   Table t{{"experiment", "config", "change", "decision", "primary effect", "other metrics",
            "hypothesis", "frozen"},

@@ -247,6 +247,17 @@ int main(int argc, char** argv) {
     if ((v == "show" && n != "config" && n != "regress" && n != "goal" && n != "workload") ||
         v == "cancel" || v == "freeze" || v == "advise")
       sub->add_option("id", o.id, std::string(cmd.noun) + " id")->required();
+    if (n == "run" && v == "logs") {
+      sub->add_option("id", o.id, "run id (tunectl run list)")->required();
+      sub->add_flag("-f,--follow", o.follow,
+                    "keep streaming while the run runs (waits for a queued run to start, and "
+                    "follows a retry to its next attempt)");
+      sub->add_option("--tail", o.tail, "start with the last N lines, not the beginning")
+          ->check(CLI::Range(1, 100000));
+      sub->add_option("--attempt", o.attempt,
+                      "an earlier attempt of the run (default: the current one)")
+          ->check(CLI::Range(1, 1000));
+    }
     if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
       sub->add_option("--experiment", o.experiment,

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "core/text.h"
+
 namespace tunectl {
 
 std::string FormatParams(const google::protobuf::Map<std::string, std::string>& p) {
@@ -342,6 +344,13 @@ std::string BaselineProgress(const v1::Baseline& b, const v1::ListRunsResponse& 
          "]";
   if (queued && running == 0 && !wait.empty()) out += " - " + wait;
   return out;
+}
+
+ojson RunLogLineJson(int64_t run, int attempt, const std::string& agent, const std::string& line) {
+  return Document("RunLogLine", {{"run", run},
+                                 {"attempt", attempt},
+                                 {"agent", TextOrNull(agent)},
+                                 {"line", SanitizeUtf8(line)}});
 }
 
 ojson RunJson(const v1::Run& r, const ParamTypes& types) {

@@ -100,6 +100,7 @@ Table ConfigCsv(const v1::Config& c);          // param,value rows of the curren
 Table HypothesisCsv(const v1::Hypothesis& h);  // one row
 Table ExperimentsCsv(const v1::ListExperimentsResponse& r);  // one row per experiment
 Table BaselinesCsv(const v1::ListBaselinesResponse& r);      // one row per baseline
+Table LogCsv(const v1::ListLogResponse& r);                  // one row per tuning-log entry
 // Any other document as CSV: one row of its scalar fields, nested objects as "a.b" columns,
 // arrays as their JSON text; null is an empty cell.
 Table DocumentCsv(const ojson& doc);
@@ -144,6 +145,9 @@ ojson GoalJson(const v1::Goal& g);
 std::string GoalDetail(const v1::Goal& g);
 
 ojson RunJson(const v1::Run& r, const ParamTypes& types = {});
+// One line of a run's output for `run logs -o json` (kind RunLogLine, one document per line);
+// bytes that are not UTF-8 become U+FFFD.
+ojson RunLogLineJson(int64_t run, int attempt, const std::string& agent, const std::string& line);
 Table RunsTable(const v1::ListRunsResponse& r);
 std::string RunDetail(const v1::Run& r);
 

@@ -46,17 +46,24 @@ Result<TokenToolOutput> Act(Store& store, const TokenToolOptions& o) {
   if (o.verb == "list") {
     auto rows = store.ListTokens(o.all);
     if (!rows.ok()) return rows.status();
-    if (o.json) {
-      nlohmann::json a = nlohmann::json::array();
+    if (o.json) {  // the CLI's TokenList shape (docs/output.md)
+      auto null_if_empty = [](const std::string& s) {
+        return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+      };
+      nlohmann::ordered_json items = nlohmann::ordered_json::array();
       for (const auto& t : *rows)
-        a.push_back({{"name", t.name},
-                     {"role", t.role},
-                     {"agent", t.agent},
-                     {"created_at", t.created_at},
-                     {"created_by", t.created_by},
-                     {"revoked_at", t.revoked_at},
-                     {"revoked_by", t.revoked_by}});
-      r.out = a.dump(2) + "\n";
+        items.push_back({{"name", t.name},
+                         {"role", t.role},
+                         {"agent", null_if_empty(t.agent)},
+                         {"created_at", t.created_at},
+                         {"created_by", t.created_by},
+                         {"revoked_at", null_if_empty(t.revoked_at)},
+                         {"revoked_by", null_if_empty(t.revoked_by)}});
+      nlohmann::ordered_json doc = {{"apiVersion", "tunectl/v1"},
+                                    {"kind", "TokenList"},
+                                    {"items", std::move(items)},
+                                    {"next_page_token", nullptr}};
+      r.out = doc.dump(2) + "\n";
       return r;
     }
     r.out = "NAME\tROLE\tAGENT\tCREATED\tBY\tREVOKED\n";

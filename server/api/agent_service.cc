@@ -154,6 +154,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       ReadNext();
       return;
     }
+    if (registered_ && in_.has_log_chunk()) {  // an answer for `run logs`: never stored
+      sh_->dispatcher->logs().Deliver(this, std::move(*in_.mutable_log_chunk()));
+      ReadNext();
+      return;
+    }
     auto self = shared_from_this();
     awaiting_store = true;  // its heartbeats are not read until this is handled
     sh_->workers.Post([self, msg = std::move(in_)]() mutable {

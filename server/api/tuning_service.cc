@@ -1,10 +1,13 @@
 #include <chrono>
+#include <thread>
 
 #include "core/experiment.h"
 #include "core/lifecycle.h"
 #include "core/names.h"
 #include "core/paging.h"
 #include "core/regression.h"
+#include "core/run_logs.h"
+#include "core/text.h"
 #include "server/api/convert.h"
 #include "server/api/request_limits.h"
 #include "server/api/services.h"
@@ -253,6 +256,128 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRu
   if (!r.ok()) return ToGrpc(r.status());
   if (auto st = ExplainWaits(*store_, schedules_, NowS(), {&*r}); !st.ok()) return ToGrpc(st);
   ToProto(*r, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
+                                              const v1::StreamRunLogsRequest* req,
+                                              grpc::ServerWriter<v1::RunLogChunk>* writer) {
+  TUNECTL_AUTHORIZE(StreamRunLogs);
+  const std::string rid = "run " + std::to_string(req->run_id());
+  if (req->run_id() <= 0)
+    return ToGrpc(Status::InvalidArgument("run: " + std::to_string(req->run_id()) +
+                                          " is not a run id; allowed: a run id from tunectl run "
+                                          "list"));
+  if (req->tail_lines() < 0 || req->tail_lines() > kMaxTailLines)
+    return ToGrpc(Status::InvalidArgument("tail: " + std::to_string(req->tail_lines()) +
+                                          " lines is not allowed; allowed: 1.." +
+                                          std::to_string(kMaxTailLines)));
+  auto run = store_->GetRunHeader(req->run_id());
+  if (!run.ok()) return ToGrpc(run.status());
+  if (req->attempt() < 0 || req->attempt() > std::max(run->attempt, 1))
+    return ToGrpc(Status::InvalidArgument("attempt: " + std::to_string(req->attempt()) +
+                                          " is not an attempt of " + rid + "; allowed: 1.." +
+                                          std::to_string(std::max(run->attempt, 1))));
+  const bool pinned = req->attempt() != 0, follow = req->follow();
+  int attempt = pinned ? req->attempt() : run->attempt;
+  int64_t offset = req->tail_lines() > 0 ? -1 : 0;
+  std::string last_note;
+  auto note = [&](const std::string& n) {  // each distinct note once
+    if (n == last_note) return true;
+    last_note = n;
+    v1::RunLogChunk c;
+    c.set_note(n);
+    c.set_attempt(attempt);
+    c.set_agent(run->agent);
+    return writer->Write(c);
+  };
+  auto pause = [&](int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
+  for (bool first = true;; first = false) {
+    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+    if (!first) {
+      run = store_->GetRunHeader(req->run_id());
+      if (!run.ok()) return ToGrpc(run.status());
+    }
+    const auto state = ParseRunState(run->state).value_or(RunState::kLost);
+    if (!pinned && run->attempt > attempt && offset >= 0 && !first) {
+      // The attempt followed so far ended and the run was retried: follow the new one.
+      attempt = run->attempt;
+      offset = 0;
+      if (!note("attempt " + std::to_string(attempt) + " of " + rid + " starts")) break;
+    }
+    // This attempt's state: an earlier attempt than the run's current one is over.
+    const RunState mine = run->attempt > attempt ? RunState::kFailed : state;
+    const bool started = attempt > 0 && !run->agent.empty() && mine != RunState::kQueued;
+    if (!started) {
+      if (!IsActive(mine))
+        return ToGrpc(Status::FailedPrecondition(rid + " never started (" + run->state +
+                                                 "); it has no output"));
+      if (!follow)
+        return ToGrpc(
+            Status::FailedPrecondition(rid + " is " + run->state +
+                                       " and has no output yet; follow it until it starts: "
+                                       "tunectl run logs " +
+                                       std::to_string(req->run_id()) + " -f"));
+      if (!note(rid + " is " + run->state + "; waiting for it to start")) break;
+      pause(500);
+      continue;
+    }
+    auto session = dispatcher_->SessionOf(run->agent);
+    if (!session) {
+      const std::string where =
+          rid + "'s output is on agent " + run->agent + ", which is not connected to this server";
+      if (follow && IsActive(mine)) {
+        if (!note(where + "; waiting for it")) break;
+        pause(1000);
+        continue;
+      }
+      return ToGrpc(Status::Unavailable(where + "; its last stderr lines: tunectl run show " +
+                                        std::to_string(req->run_id())));
+    }
+    v1::LogRequest lr;
+    lr.set_run_id(req->run_id());
+    lr.set_attempt(attempt);
+    lr.set_offset(offset);
+    lr.set_tail_lines(req->tail_lines());
+    lr.set_max_bytes(kMaxLogChunkBytes);
+    auto chunk = dispatcher_->logs().Fetch(*session, lr, std::chrono::seconds(10));
+    if (!chunk.ok()) {
+      if (follow && IsActive(mine)) {
+        if (!note(chunk.status().message() + "; retrying")) break;
+        pause(1000);
+        continue;
+      }
+      return ToGrpc(chunk.status());
+    }
+    if (!chunk->error().empty()) {
+      if (follow && IsActive(mine)) {  // e.g. a job whose output file is not created yet
+        if (!note(chunk->error() + "; waiting")) break;
+        pause(500);
+        continue;
+      }
+      return ToGrpc(Status::FailedPrecondition(rid + " attempt " + std::to_string(attempt) +
+                                               " on agent " + run->agent + ": " +
+                                               SanitizeUtf8(chunk->error(), 1024)));
+    }
+    if (!chunk->data().empty()) {
+      v1::RunLogChunk out;
+      out.set_attempt(attempt);
+      out.set_agent(run->agent);
+      out.set_data(chunk->data());
+      if (!writer->Write(out)) break;  // the client went away
+    }
+    // No progress (a line not ended yet) counts as the end for now: wait, or stop.
+    const bool at_eof =
+        chunk->next_offset() <= chunk->offset() || chunk->next_offset() >= chunk->size();
+    offset = std::max(chunk->next_offset(), chunk->offset());
+    switch (NextLogStep(follow, mine, at_eof)) {
+      case LogNext::kReadMore: continue;
+      case LogNext::kWait: pause(250); continue;
+      case LogNext::kDone:
+        if (follow && !pinned && IsActive(state)) continue;  // retried: the next attempt
+        return grpc::Status::OK;
+    }
+  }
   return grpc::Status::OK;
 }
 

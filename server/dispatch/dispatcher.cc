@@ -70,6 +70,45 @@ void Dispatcher::Notify() {
   cv_.notify_all();
 }
 
+std::shared_ptr<AgentSession> Dispatcher::SessionOf(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& [_, s] : sessions_)
+    if (s->name == name) return s;
+  return nullptr;
+}
+
+Result<v1::LogChunk> LogRelay::Fetch(AgentSession& s, v1::LogRequest req,
+                                     std::chrono::milliseconds timeout) {
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    id = next_id_++;
+    waiting_[id].asked = &s;
+  }
+  req.set_request_id(id);
+  v1::ServerMessage m;
+  *m.mutable_log_request() = std::move(req);
+  const bool sent = s.Send(m);
+  std::unique_lock<std::mutex> l(mu_);
+  const bool answered =
+      sent && cv_.wait_for(l, timeout, [&] { return waiting_[id].answer.has_value(); });
+  auto answer = std::move(waiting_[id].answer);
+  waiting_.erase(id);
+  if (!answered || !answer)
+    return Status::Unavailable(sent ? "agent " + s.name + " did not answer within " +
+                                          std::to_string(timeout.count()) + " ms"
+                                    : "agent " + s.name + " disconnected");
+  return std::move(*answer);
+}
+
+void LogRelay::Deliver(const AgentSession* from, v1::LogChunk c) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = waiting_.find(c.request_id());
+  if (it == waiting_.end() || it->second.asked != from) return;
+  it->second.answer = std::move(c);
+  cv_.notify_all();
+}
+
 size_t Dispatcher::sessions() const {
   std::lock_guard<std::mutex> g(mu_);
   return sessions_.size();

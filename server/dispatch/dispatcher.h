@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -64,6 +65,29 @@ class AgentSession {
   std::string unhealthy_;  // the node cannot run jobs now, and why
 };
 
+// Asks agents for bytes of a run's output (`tunectl run logs`) and hands each answer to the one
+// caller waiting for it. Nothing is stored. Thread-safe.
+class LogRelay {
+ public:
+  // Sends `req` (its request_id is set here) to `s` and waits up to `timeout` for the answer.
+  // Unavailable when the session is closed or does not answer in time.
+  Result<v1::LogChunk> Fetch(AgentSession& s, v1::LogRequest req,
+                             std::chrono::milliseconds timeout);
+  // An agent's answer, from session `from`; one nobody waits for (or from another session than
+  // the one asked) is dropped.
+  void Deliver(const AgentSession* from, v1::LogChunk c);
+
+ private:
+  struct Waiting {
+    const AgentSession* asked = nullptr;
+    std::optional<v1::LogChunk> answer;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_id_ = 1;
+  std::map<int64_t, Waiting> waiting_;
+};
+
 struct DispatcherOptions {
   int interval_ms = 1000;            // a pass at least this often, even when nothing notifies
   int agent_timeout_s = 15;          // silent agents are dropped and their runs requeued after this
@@ -94,6 +118,9 @@ class Dispatcher {
   int ScheduleOnce();
   bool leader() const { return leader_.load(); }
   size_t sessions() const;
+  // The live session of the agent named `name` on this server, or null.
+  std::shared_ptr<AgentSession> SessionOf(const std::string& name) const;
+  LogRelay& logs() { return logs_; }
 
  private:
   void Loop();
@@ -117,6 +144,7 @@ class Dispatcher {
   bool flush_failed_ = false;
   // Cancels already sent (run, attempt) -> when, so a pass does not repeat them every time.
   std::map<std::pair<int64_t, int>, std::chrono::steady_clock::time_point> cancels_sent_;
+  LogRelay logs_;
   std::thread thread_;  // last
 };
 

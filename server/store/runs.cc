@@ -461,6 +461,14 @@ Result<Paged<RunRow>> Store::ListRuns(int64_t baseline_id, const Page& page,
   });
 }
 
+Result<RunRow> Store::GetRunHeader(int64_t id) {
+  return InTx<RunRow>(pool_, clock_, [&](pqxx::work& w) -> Result<RunRow> {
+    auto r = w.exec_params(Sql(kRunSelect) + "WHERE r.id = $1", id);
+    if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
+    return RunFromRow(r[0]);
+  });
+}
+
 Result<RunRow> Store::GetRun(int64_t id) {
   return InTx<RunRow>(pool_, clock_, [&](pqxx::work& w) -> Result<RunRow> {
     auto r = w.exec_params(Sql(kRunSelect) + "WHERE r.id = $1", id);

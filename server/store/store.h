@@ -501,6 +501,9 @@ class Store {
   Result<Paged<RunRow>> ListRuns(int64_t baseline_id, const Page& page = Page(),
                                  int64_t experiment_id = 0);
   Result<RunRow> GetRun(int64_t id);
+  // The run's row only (state, attempt, agent, node): no metrics, no live analysis. Cheap enough
+  // for a follower to call several times a second.
+  Result<RunRow> GetRunHeader(int64_t id);
 
   // Agents
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,

@@ -5,6 +5,7 @@ superuser and cannot rewrite the tuning log or the audit trail, the socket direc
 symlink planted where the socket directory goes is refused), and `tunectl-server token create`
 makes a working token beside the running server, printing the secret only on stdout.
 """
+import json
 import os
 import stat
 import subprocess
@@ -96,6 +97,11 @@ class EmbeddedPgTest(unittest.TestCase):
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertIn("ops-alice", listed.stdout)
         self.assertNotIn(secret, listed.stdout)
+        doc = json.loads(listed.stdout)  # the CLI's TokenList shape (docs/output.md)
+        self.assertEqual((doc["apiVersion"], doc["kind"]), ("tunectl/v1", "TokenList"))
+        alice = next(t for t in doc["items"] if t["name"] == "ops-alice")
+        self.assertEqual(alice["role"], "viewer")
+        self.assertIsNone(alice["revoked_at"])
         bad = subprocess.run([os.path.join(BIN, "tunectl-server"), "token", "create", "--name",
                               "Bad Name", "--role", "viewer", "--data-dir", c.data_dir],
                              capture_output=True, text=True, env=c.env, timeout=120)

@@ -26,22 +26,6 @@ using ::testing::NiceMock;
 using ::testing::Not;
 using ::testing::Return;
 
-struct Ran {
-  int code;
-  std::string out, err;
-};
-
-Ran RunCommand(Client& c, const std::string& noun, const std::string& verb, CliOptions o = {}) {
-  for (const auto& cmd : Commands()) {
-    if (cmd.noun != noun || cmd.verb != verb) continue;
-    std::ostringstream out, err;
-    const int code = Execute(cmd, c, o, out, err);
-    return {code, out.str(), err.str()};
-  }
-  ADD_FAILURE() << "no command " << noun << " " << verb;
-  return {-1, "", ""};
-}
-
 TEST(Commands, EveryKindOfErrorHasItsExitCode) {
   const std::vector<std::pair<Status, int>> cases = {
       {Status::InvalidArgument("bad"), 2},   {Status::FailedPrecondition("state"), 2},
@@ -445,6 +429,97 @@ TEST(Commands, ConfigExportVersionExportsThatVersionAndAMissingOneExits3) {
   o.version = 9;
   r = RunCommand(c, "config", "export", o);
   EXPECT_EQ(r.code, 3);
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+using ::testing::Invoke;
+
+v1::RunLogChunk Chunk(const std::string& data, int attempt = 1, const std::string& note = "") {
+  v1::RunLogChunk c;
+  c.set_data(data);
+  c.set_attempt(attempt);
+  c.set_agent("n1");
+  c.set_note(note);
+  return c;
+}
+
+TEST(RunLogsCommand, WritesTheBytesAsTheJobWroteThemAndNotesToStderr) {
+  MockClient c;
+  EXPECT_CALL(c, StreamRunLogs(_, _))
+      .WillOnce(Invoke([](const v1::StreamRunLogsRequest& r,
+                          const std::function<bool(const v1::RunLogChunk&)>& on) {
+        EXPECT_EQ(r.run_id(), 7);
+        EXPECT_TRUE(r.follow());
+        EXPECT_EQ(r.tail_lines(), 20);
+        on(Chunk("", 1, "run 7 is queued; waiting for it to start"));
+        on(Chunk("step 1 loss 2.0\nstep 2 "));
+        on(Chunk("loss 1.5\n"));
+        return Status::Ok();
+      }));
+  CliOptions o;
+  o.id = 7;
+  o.follow = true;
+  o.tail = 20;
+  const Ran r = RunCommand(c, "run", "logs", o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "step 1 loss 2.0\nstep 2 loss 1.5\n");
+  EXPECT_THAT(r.err, HasSubstr("run 7 is queued; waiting for it to start"));
+}
+
+TEST(RunLogsCommand, JsonIsOneTypedDocumentPerLineAcrossChunks) {
+  MockClient c;
+  EXPECT_CALL(c, StreamRunLogs(_, _))
+      .WillOnce(Invoke([](const v1::StreamRunLogsRequest&,
+                          const std::function<bool(const v1::RunLogChunk&)>& on) {
+        on(Chunk("a\nb"));
+        on(Chunk("c\n\xff\n"));
+        on(Chunk("last without newline", 2));
+        return Status::Ok();
+      }));
+  CliOptions o;
+  o.id = 3;
+  o.output = "json";
+  const Ran r = RunCommand(c, "run", "logs", o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::vector<ojson> docs;
+  for (std::string line; std::getline(in, line);) docs.push_back(ojson::parse(line));
+  ASSERT_EQ(docs.size(), 4u) << r.out;
+  EXPECT_EQ(docs[0]["kind"], "RunLogLine");
+  EXPECT_EQ(docs[0]["run"], 3);
+  EXPECT_EQ(docs[0]["line"], "a");
+  EXPECT_EQ(docs[1]["line"], "bc");
+  EXPECT_EQ(docs[2]["line"], "\xEF\xBF\xBD");  // not UTF-8: U+FFFD, and the JSON still parses
+  EXPECT_EQ(docs[3]["line"], "last without newline");
+  EXPECT_EQ(docs[3]["attempt"], 2);
+}
+
+TEST(RunLogsCommand, CsvIsRefusedBeforeAnyCall) {
+  MockClient c;
+  EXPECT_CALL(c, StreamRunLogs(_, _)).Times(0);
+  CliOptions o;
+  o.id = 3;
+  o.output = "csv";
+  const Ran r = RunCommand(c, "run", "logs", o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("allowed: table"));
+}
+
+TEST(RunLogsCommand, AnAgentThatIsGoneIsAnErrorWithItsExitCode) {
+  MockClient c;
+  EXPECT_CALL(c, StreamRunLogs(_, _))
+      .WillOnce(Return(Status::Unavailable("run 3's output is on agent n1, which is not "
+                                           "connected to this server")));
+  CliOptions o;
+  o.id = 3;
+  const Ran r = RunCommand(c, "run", "logs", o);
+  EXPECT_EQ(r.code, ExitCode(Status::Unavailable("")));
+  EXPECT_THAT(r.err, HasSubstr("agent n1"));
 }
 
 }  // namespace

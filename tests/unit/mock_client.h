@@ -1,9 +1,14 @@
-// A Client whose every call is a gmock method: for the CLI's commands without a server.
+// A Client whose every call is a gmock method, and RunCommand: the CLI's commands without a server.
 #pragma once
 
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
 
 #include "cli/client.h"
+#include "cli/commands.h"
 
 namespace tunectl {
 
@@ -71,6 +76,28 @@ class MockClient : public Client {
               (override));
   MOCK_METHOD((Result<v1::Token>), RevokeToken, (const std::string& name), (override));
   MOCK_METHOD((Result<v1::WhoAmIResponse>), WhoAmI, (), (override));
+  MOCK_METHOD(Status, StreamRunLogs,
+              (const v1::StreamRunLogsRequest& r,
+               const std::function<bool(const v1::RunLogChunk&)>& on_chunk),
+              (override));
 };
+
+// What a command of the CLI's table printed and returned, run through Execute as main.cc does.
+struct Ran {
+  int code;
+  std::string out, err;
+};
+
+inline Ran RunCommand(Client& c, const std::string& noun, const std::string& verb,
+                      CliOptions o = {}) {
+  for (const auto& cmd : Commands()) {
+    if (cmd.noun != noun || cmd.verb != verb) continue;
+    std::ostringstream out, err;
+    const int code = Execute(cmd, c, o, out, err);
+    return {code, out.str(), err.str()};
+  }
+  ADD_FAILURE() << "no command " << noun << " " << verb;
+  return {-1, "", ""};
+}
 
 }  // namespace tunectl

@@ -16,6 +16,7 @@ namespace {
 using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::NiceMock;
+using ::testing::Not;
 using ::testing::Return;
 
 const char* kSpec =
@@ -303,22 +304,6 @@ TEST(Output, NamesAreKindSlashId) {
   EXPECT_EQ(NameOf(w), "workload/demo");
 }
 
-struct Ran {
-  int code;
-  std::string out, err;
-};
-
-Ran RunCmd(Client& c, const std::string& noun, const std::string& verb, const CliOptions& o) {
-  for (const auto& cmd : Commands()) {
-    if (cmd.noun != noun || cmd.verb != verb) continue;
-    std::ostringstream out, err;
-    const int code = Execute(cmd, c, o, out, err);
-    return {code, out.str(), err.str()};
-  }
-  ADD_FAILURE() << "no command " << noun << " " << verb;
-  return {-1, "", ""};
-}
-
 TEST(Output, NameListsOneKindSlashIdALine) {
   NiceMock<MockClient> c;
   v1::ListExperimentsResponse r;
@@ -327,7 +312,7 @@ TEST(Output, NameListsOneKindSlashIdALine) {
   EXPECT_CALL(c, ListExperiments(_)).WillOnce(Return(Result<v1::ListExperimentsResponse>(r)));
   CliOptions o;
   o.output = "name";
-  const Ran ran = RunCmd(c, "experiment", "list", o);
+  const Ran ran = RunCommand(c, "experiment", "list", o);
   EXPECT_EQ(ran.code, 0) << ran.err;
   EXPECT_EQ(ran.out, "experiment/3\nexperiment/4\n");
 }
@@ -337,9 +322,45 @@ TEST(Output, NameIsRefusedForEntriesThatHaveNone) {
   EXPECT_CALL(c, ListLog(_)).WillOnce(Return(Result<v1::ListLogResponse>(v1::ListLogResponse{})));
   CliOptions o;
   o.output = "name";
-  const Ran ran = RunCmd(c, "log", "", o);
+  const Ran ran = RunCommand(c, "log", "", o);
   EXPECT_EQ(ran.code, 2);
   EXPECT_THAT(ran.err, HasSubstr("-o name"));
+}
+
+TEST(Output, LogCsvHasTheRawRatioAndCiInTheirOwnColumns) {
+  NiceMock<MockClient> c;
+  v1::ListLogResponse r;
+  auto* d = r.add_entries();
+  d->set_experiment_id(12);
+  d->set_kind("decided");
+  d->set_workload("demo");
+  d->set_change("num_workers 4 -> 8");
+  d->set_primary_metric("samples_per_s");
+  d->set_ratio(1.322);
+  d->set_ci_low(1.165);
+  d->set_ci_high(1.5);
+  d->set_decision("improved");
+  auto* reg = r.add_entries();  // a regression without known levels: no effect, no CI
+  reg->set_kind("regression");
+  reg->set_workload("demo");
+  reg->set_decision("regression");
+  EXPECT_CALL(c, ListLog(_)).WillOnce(Return(Result<v1::ListLogResponse>(r)));
+  CliOptions o;
+  o.output = "csv";
+  const Ran ran = RunCommand(c, "log", "", o);
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  std::istringstream in(ran.out);
+  std::string header, decided, regression;
+  std::getline(in, header);
+  std::getline(in, decided);
+  std::getline(in, regression);
+  EXPECT_EQ(header,
+            "experiment_id,at,kind,workload,change,expected,hypothesis_result,primary_metric,"
+            "ratio,ci_low,ci_high,decision,frozen,actor\r");  // RFC 4180 line ends
+  EXPECT_THAT(decided, HasSubstr(",samples_per_s,1.322,1.165,1.5,improved,"));
+  EXPECT_THAT(regression, HasSubstr(",regression,demo,"));
+  EXPECT_THAT(regression, HasSubstr(",,,,regression,"));
+  EXPECT_THAT(ran.out, Not(HasSubstr("%")));
 }
 
 TEST(Output, ShowAsksTheWorkloadsDeclaredTypesForJson) {
@@ -358,7 +379,7 @@ TEST(Output, ShowAsksTheWorkloadsDeclaredTypesForJson) {
   CliOptions o;
   o.output = "json";
   o.id = 5;
-  const Ran ran = RunCmd(c, "run", "show", o);
+  const Ran ran = RunCommand(c, "run", "show", o);
   EXPECT_EQ(ran.code, 0) << ran.err;
   const ojson j = ojson::parse(ran.out);
   EXPECT_EQ(j["kind"], "Run");
@@ -378,7 +399,7 @@ TEST(Output, ShowTypesByLiteralsWhenTheSpecCannotBeHad) {
   CliOptions o;
   o.output = "json";
   o.id = 5;
-  const Ran ran = RunCmd(c, "run", "show", o);
+  const Ran ran = RunCommand(c, "run", "show", o);
   EXPECT_EQ(ran.code, 0) << ran.err;
   EXPECT_EQ(ojson::parse(ran.out)["params"]["tag"], 7);
 }
@@ -393,7 +414,7 @@ TEST(Output, TableAndCsvAskNoTypes) {
   CliOptions o;
   o.output = "csv";
   o.id = 5;
-  EXPECT_EQ(RunCmd(c, "run", "show", o).code, 0);
+  EXPECT_EQ(RunCommand(c, "run", "show", o).code, 0);
 }
 
 TEST(Output, ExperimentShowCsvIsTheRawVerdict) {
@@ -405,7 +426,7 @@ TEST(Output, ExperimentShowCsvIsTheRawVerdict) {
   CliOptions o;
   o.output = "csv";
   o.id = 9;
-  const Ran ran = RunCmd(c, "experiment", "show", o);
+  const Ran ran = RunCommand(c, "experiment", "show", o);
   EXPECT_EQ(ran.code, 0) << ran.err;
   EXPECT_THAT(ran.out, HasSubstr(",1.322,1.165,1.5,0.0004,improved"));
 }
@@ -417,7 +438,7 @@ TEST(Output, ListJsonOfABareListIsAKindList) {
   EXPECT_CALL(c, ListAgents()).WillOnce(Return(Result<v1::ListAgentsResponse>(r)));
   CliOptions o;
   o.output = "json";
-  const ojson j = ojson::parse(RunCmd(c, "agent", "list", o).out);
+  const ojson j = ojson::parse(RunCommand(c, "agent", "list", o).out);
   EXPECT_EQ(j["kind"], "AgentList");
   EXPECT_EQ(j["items"][0]["name"], "n1");
   EXPECT_TRUE(j["next_page_token"].is_null());
