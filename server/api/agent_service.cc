@@ -144,6 +144,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
       const bool was_busy = busy;
       const bool was_unhealthy = !unhealthy().empty();
       Beat(in_.heartbeat().busy(), SanitizeUtf8(in_.heartbeat().unhealthy(), kMaxUnhealthyBytes));
+      // Fewer runs than slots while the dispatcher thinks it full: a slot freed in a way the
+      // server did not see (a run given up on); the next pass asks for it again.
+      if (in_.heartbeat().running() < slots && !MayHaveRoom()) {
+        SlotMayBeFree();
+        sh_->dispatcher->Notify();
+      }
       if (was_busy != busy || was_unhealthy != !unhealthy().empty()) {
         sh_->log(LogLevel::kInfo, "agent " + name +
                                       (busy                   ? " is busy (idle probe fails)"
@@ -320,6 +326,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
                                           "; it is retried elsewhere");
           }
           Send(AckOf(f.run_id(), f.attempt(), f.seq()));
+          SlotMayBeFree();
           sh_->dispatcher->Notify();  // a slot is free
         }
         break;

@@ -38,6 +38,7 @@ Dispatcher::~Dispatcher() {
 
 void Dispatcher::Start() {
   thread_ = std::thread([this] { Loop(); });
+  tick_thread_ = std::thread([this] { TickLoop(); });
 }
 
 void Dispatcher::Stop() {
@@ -46,7 +47,9 @@ void Dispatcher::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  tick_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (tick_thread_.joinable()) tick_thread_.join();
 }
 
 void Dispatcher::Register(std::shared_ptr<AgentSession> s) {
@@ -157,13 +160,20 @@ int Dispatcher::DispatchOnce() {
     cancels_sent_.swap(sent);  // forget what is no longer pending
   }
 
-  // Claims: every live session that may take work, in one transaction.
+  // Claims: every live session that may take work, in one transaction. Those whose slots a
+  // claim found full and that have not freed one since are left out, except once a second.
   const int64_t fresh_ms = 3LL * opts_.heartbeat_interval_ms + 1000;
   const int64_t now_ms = AgentSession::NowSteadyMs();
+  const bool full_pass = now - full_pass_ >= std::chrono::seconds(1);
+  if (full_pass) full_pass_ = now;
   std::vector<ClaimRequest> asks;
+  std::map<int64_t, uint64_t> events_seen;  // agent -> its room events when asked
   for (const auto& s : sessions) {
     if (s->busy || s->slots <= 0 || !s->unhealthy().empty()) continue;
     if (now_ms - s->last_beat_ms > fresh_ms) continue;  // paused or gone: no new work
+    const uint64_t events = s->RoomEvents();
+    if (!full_pass && !s->MayHaveRoom()) continue;
+    events_seen[s->agent_id] = events;
     asks.push_back({s->agent_id, s->session_id, s->labels, s->slots});
   }
   if (asks.empty()) return 0;
@@ -179,11 +189,14 @@ int Dispatcher::DispatchOnce() {
   const std::string open = schedule_rows_.empty()
                                ? std::string("{}")
                                : schedules_.OpenWindowsJson(schedule_rows_, opts_.clock->NowS());
-  auto plans = store_->ClaimRunsFor(asks, open);
+  std::map<int64_t, int> free_after;
+  auto plans = store_->ClaimRunsFor(asks, open, &free_after);
   if (!plans.ok()) {
     log_(LogLevel::kWarn, "dispatch: " + plans.status().ToString());
     return 0;
   }
+  for (const auto& [agent, free] : free_after)
+    if (free == 0 && by_agent.count(agent)) by_agent[agent]->FullAsOf(events_seen[agent]);
   int assigned = 0;
   for (const auto& [agent, runs] : *plans) {
     AgentSession* s = by_agent[agent];
@@ -265,7 +278,7 @@ int Dispatcher::ScheduleOnce() {
   }
   if (rows->empty()) return 0;
   std::map<int64_t, int64_t> starts;
-  for (const auto& [id, w] : schedules_.OpenWindows(*rows, opts_.clock->NowS()))
+  for (const auto& [id, w] : tick_schedules_.OpenWindows(*rows, opts_.clock->NowS()))
     starts[id] = w.start;
   int n = 0;
   if (auto q = store_->QueueDueChecks(starts, "scheduler"); !q.ok()) {
@@ -287,7 +300,6 @@ int Dispatcher::ScheduleOnce() {
 }
 
 void Dispatcher::Loop() {
-  auto last_tick = Steady::now() - std::chrono::seconds(10);
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -296,17 +308,23 @@ void Dispatcher::Loop() {
       if (stop_) return;
       wake_ = false;
     }
-    const auto now = Steady::now();
-    if (now - last_tick >= std::chrono::seconds(1)) {
-      last_tick = now;
-      LivenessOnce();
-      const bool was = leader_;
-      ScheduleOnce();
-      if (leader_ != was)
-        log_(LogLevel::kInfo, leader_ ? "this server now runs the scheduler (advisory-lock leader)"
-                                      : "another server runs the scheduler");
-    }
     DispatchOnce();
+  }
+}
+
+void Dispatcher::TickLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      tick_cv_.wait_for(l, std::chrono::seconds(1), [&] { return stop_; });
+      if (stop_) return;
+    }
+    LivenessOnce();
+    const bool was = leader_;
+    if (ScheduleOnce() > 0) Notify();  // checks queued, runs requeued: a pass takes them now
+    if (leader_ != was)
+      log_(LogLevel::kInfo, leader_ ? "this server now runs the scheduler (advisory-lock leader)"
+                                    : "another server runs the scheduler");
   }
 }
 

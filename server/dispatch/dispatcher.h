@@ -9,8 +9,10 @@
 // this server has been up, with its database answering, for a whole --agent-timeout, so agents
 // get the time to reconnect after a restart or an outage before their runs are taken away.
 // While this server holds the scheduler lock it also runs the scheduler: one periodic check per
-// watch per window, and the window-end policy. One background thread; every public method is
-// thread-safe.
+// watch per window, and the window-end policy. Two background threads: one runs the dispatch
+// passes, the other once a second the liveness flush and the scheduler (which also seals the
+// audit trail), so a pass never waits behind them. Every public method is thread-safe; the
+// *Once methods are for tests, each called from one thread at a time.
 #pragma once
 
 #include <atomic>
@@ -60,9 +62,21 @@ class AgentSession {
   // a finish queued behind a baseline's row lock): the agent is not silent while this is set.
   std::atomic<bool> awaiting_store{false};
 
+  // Whether a dispatch pass should ask for this agent: it may have a free slot. A hint that keeps
+  // passes small at cluster scale (a pass asks only for agents that may take work, plus all of
+  // them once a second): SlotMayBeFree() when it connects or a run of it ends (or its heartbeat
+  // counts fewer runs than slots while the hint says full); a claim that leaves it no free slot
+  // marks it full as of the events it had seen when it began, so none is lost to a race.
+  void SlotMayBeFree() { room_events_.fetch_add(1); }
+  bool MayHaveRoom() const { return room_events_.load() != full_as_of_.load(); }
+  uint64_t RoomEvents() const { return room_events_.load(); }
+  void FullAsOf(uint64_t events) { full_as_of_.store(events); }
+
  private:
   mutable std::mutex mu_;
   std::string unhealthy_;  // the node cannot run jobs now, and why
+  std::atomic<uint64_t> room_events_{1};
+  std::atomic<uint64_t> full_as_of_{0};
 };
 
 // Asks agents for bytes of a run's output (`tunectl run logs`) and hands each answer to the one
@@ -123,7 +137,8 @@ class Dispatcher {
   LogRelay& logs() { return logs_; }
 
  private:
-  void Loop();
+  void Loop();      // dispatch passes, on thread_
+  void TickLoop();  // LivenessOnce and ScheduleOnce once a second, on tick_thread_
   std::vector<std::shared_ptr<AgentSession>> Sessions() const;
 
   Store* store_;
@@ -131,12 +146,15 @@ class Dispatcher {
   LogFn log_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable tick_cv_;  // wakes the tick thread at Stop
   bool wake_ = false;
   bool stop_ = false;
   std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
-  ScheduleBook schedules_;
+  ScheduleBook schedules_;                  // DispatchOnce's (the dispatch thread)
+  ScheduleBook tick_schedules_;             // ScheduleOnce's (the tick thread)
   std::vector<ScheduleRow> schedule_rows_;  // read at most once a second by DispatchOnce
   std::chrono::steady_clock::time_point schedules_read_{};
+  std::chrono::steady_clock::time_point full_pass_{};  // the last pass that asked for every agent
   std::atomic<bool> leader_{false};
   // Liveness: since when this server has flushed heartbeats without a database error.
   std::chrono::steady_clock::time_point healthy_since_ = std::chrono::steady_clock::now();
@@ -145,7 +163,8 @@ class Dispatcher {
   // Cancels already sent (run, attempt) -> when, so a pass does not repeat them every time.
   std::map<std::pair<int64_t, int>, std::chrono::steady_clock::time_point> cancels_sent_;
   LogRelay logs_;
-  std::thread thread_;  // last
+  std::thread thread_;  // last two
+  std::thread tick_thread_;
 };
 
 }  // namespace tunectl

@@ -214,10 +214,13 @@ Result<int> Store::ExpireAgents(int timeout_s) {
 }
 
 Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
-    const std::vector<ClaimRequest>& agents, const std::string& open_windows) {
+    const std::vector<ClaimRequest>& agents, const std::string& open_windows,
+    std::map<int64_t, int>* free_after) {
   using Plans = std::map<int64_t, std::vector<LaunchPlan>>;
-  return InTx<Plans>(pool_, clock_, [&](pqxx::work& w) -> Result<Plans> {
+  std::map<int64_t, int> free_of;  // of this attempt of the transaction
+  auto plans = InTx<Plans>(pool_, clock_, [&](pqxx::work& w) -> Result<Plans> {
     Plans out;
+    free_of.clear();
     std::vector<int64_t> ids;
     for (const auto& a : agents)
       if (a.slots > 0) ids.push_back(a.agent_id);
@@ -248,6 +251,7 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     std::map<int64_t, const ClaimRequest*> by_id;
     for (const auto& a : agents) {
       const int free = a.slots - held[a.agent_id];
+      free_of[a.agent_id] = std::max(0, free);
       if (free <= 0 || by_id.count(a.agent_id)) continue;
       slots.push_back({a.agent_id, a.labels, free, isolated.count(a.agent_id) > 0,
                        held_experiments[a.agent_id]});
@@ -389,6 +393,7 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
         first_agent.emplace(p.experiment_id, agent);
       }
       out[agent].push_back(std::move(p));
+      --free_of[agent];
     }
     // Keep an experiment's control and variant runs on one agent where possible (same node,
     // same noise); another agent takes over only while this one is disconnected. Best effort:
@@ -409,6 +414,8 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     }
     return out;
   });
+  if (plans.ok() && free_after) *free_after = std::move(free_of);
+  return plans;
 }
 
 Result<std::vector<LaunchPlan>> Store::ClaimRuns(int64_t agent_id, const LabelMap& labels,

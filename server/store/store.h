@@ -540,9 +540,11 @@ class Store {
   // the same run). A claim holds only while the agent row is connected under `session` ("" = no
   // check). Runs of scheduled experiments are claimed only when their schedule is in
   // `open_windows` ({"schedule id": seconds left in its window}) with at least their expected
-  // duration left. Returns the plans by agent id, oldest run first.
+  // duration left. Returns the plans by agent id, oldest run first. `free_after` (optional):
+  // every asking agent's free slots once these plans are sent (0 = full).
   Result<std::map<int64_t, std::vector<LaunchPlan>>> ClaimRunsFor(
-      const std::vector<ClaimRequest>& agents, const std::string& open_windows = "{}");
+      const std::vector<ClaimRequest>& agents, const std::string& open_windows = "{}",
+      std::map<int64_t, int>* free_after = nullptr);
   // One agent's claim (ClaimRunsFor with one request and no session check).
   Result<std::vector<LaunchPlan>> ClaimRuns(int64_t agent_id, const LabelMap& labels, int slots,
                                             const std::string& open_windows = "{}");

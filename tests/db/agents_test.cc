@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "server/dispatch/dispatcher.h"
 #include "server/store/listener.h"
 #include "server/store/store.h"
 #include "tests/db/test_db.h"
@@ -285,6 +286,69 @@ TEST(Agents, APoolMarkedDownRefusesAtOnceAndNamesWhy) {
               HasSubstr("database unavailable: the database has not answered for 4 s"));
   db->pool().MarkUp();
   EXPECT_TRUE(st.ListAgents().ok());
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Agents, AClaimSaysWhatEachAgentHasFreeAfterIt) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 5, "user:t").ok());
+  const int64_t a = Agent(st, "a"), b = Agent(st, "b");
+  std::map<int64_t, int> free_after;
+  auto plans = st.ClaimRunsFor(
+      {{a, "session-a", {{"pool", "cpu"}}, 3}, {b, "session-b", {{"pool", "cpu"}}, 4}}, "{}",
+      &free_after);
+  ASSERT_TRUE(plans.ok()) << plans.status().message();
+  EXPECT_EQ((*plans)[a].size() + (*plans)[b].size(), 5u);
+  EXPECT_EQ(free_after[a], 3 - static_cast<int>((*plans)[a].size()));
+  EXPECT_EQ(free_after[b], 4 - static_cast<int>((*plans)[b].size()));
+  EXPECT_EQ(free_after[a] + free_after[b], 2);  // 7 slots, 5 runs
+}
+
+// A session as the dispatcher sees it, recording what it is sent.
+class RecordingSession : public AgentSession {
+ public:
+  bool Send(const v1::ServerMessage& m) override {
+    if (m.has_assign()) assigned.push_back(m.assign().run_id());
+    return true;
+  }
+  void Close(const std::string&) override {}
+  std::vector<int64_t> assigned;
+};
+
+TEST(Dispatch, AFullAgentIsLeftOutOfPassesUntilASlotMayBeFreeOrASecondHasPassed) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 4, "user:t").ok());
+  auto s = std::make_shared<RecordingSession>();
+  s->agent_id = Agent(st, "a", 1);
+  s->name = "a";
+  s->session_id = "session-a";
+  s->labels = {{"pool", "cpu"}};
+  s->slots = 1;
+  Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
+  d.Register(s);
+  auto finish_last = [&] {
+    ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  };
+  EXPECT_EQ(d.DispatchOnce(), 1);  // the first pass asks everyone
+  EXPECT_FALSE(s->MayHaveRoom());  // its one slot is taken
+  finish_last();                   // the slot is free in the database, unknown to the hint
+  EXPECT_EQ(d.DispatchOnce(), 0);  // not asked: no pass walks full agents
+  s->SlotMayBeFree();              // what the session does when it stores a RunFinished
+  EXPECT_EQ(d.DispatchOnce(), 1);
+  finish_last();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(d.DispatchOnce(), 1);  // once a second every agent is asked, hint or not
+  EXPECT_EQ(s->assigned.size(), 3u);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned'"), "1");
 }
 
 }  // namespace
