@@ -180,6 +180,25 @@ class WebE2E(unittest.TestCase):
         self.assertFalse(self.driver.find_elements(By.ID, "experiment-id"))
         self.driver.get_log("browser")  # the 401 is expected here
 
+    def test_live_run_page_updates_without_a_reload(self):
+        c = self.c
+        s = c.json("regress", "run", "demo", "--duration", "8s")
+        run = s["run_id"]
+        c.wait_for(lambda: c.json("run", "show", str(run))["state"] == "running", timeout=60,
+                   what="the stability run to start")
+        self.sign_in()
+        d = self.open(f"/runs/{run}", "run-live")
+        self.assertIn("running", d.find_element(By.ID, "run-state").text)
+        d.execute_script("document.body.dataset.sameDocument = 'yes'")  # a reload drops it
+        WebDriverWait(d, 90).until(
+            lambda d: "succeeded" in d.find_element(By.ID, "run-state").text)
+        self.assertEqual(d.execute_script("return document.body.dataset.sameDocument"), "yes")
+        self.assertEqual(int(self.field(d, "samples")[0]),
+                         c.json("run", "show", str(run))["samples"])
+        self.assertEqual(self.console_errors(), [])
+        d = self.open("/workloads/demo", "workload-stability")
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, f'#stability a[href="/runs/{run}"]'))
+
     def test_the_api_is_the_clis_json(self):
         eid = self.experiment_id
         for path, cli in ((f"/api/experiments/{eid}", ("experiment", "show", str(eid))),
