@@ -51,6 +51,8 @@ class WebE2E(unittest.TestCase):
                 del os.environ["DEMO_SLOWDOWN_FILE"]
             c.cli("workload", "apply", "-f", DEMO)
             c.cli("goal", "set", "demo", "--metric", "samples_per_s", "--target", "5000")
+            c.cli("schedule", "create", "nightly", "--window", "daily 01:00-05:00", "--tz",
+                  "Europe/Berlin")
             cls.viewer = c.json("token", "create", "web-viewer", "--role", "viewer")["secret"]
             c.cli("baseline", "create", "--repeats", "5", "--wait")
             h = c.json("hypothesis", "create", "--param", "num_workers=4",
@@ -243,7 +245,9 @@ class WebE2E(unittest.TestCase):
             raw, shown = self.field(sec, "ratio")
             if m["ratio"] is not None:
                 self.assertEqual(float(raw), m["ratio"])
-                self.assertTrue(close_to(shown, (m["ratio"] - 1) * 100, rel=0.02), shown)
+                # shown as the effect in percent with one decimal: "+12.3%"
+                pct = float(re.search(r"[-+][0-9]+\.[0-9]", shown).group(0))
+                self.assertLessEqual(abs(pct - (m["ratio"] - 1) * 100), 0.051, (shown, m["ratio"]))
             ci = sec.find_element(By.CSS_SELECTOR, '[data-field="ci"]')
             if m["ci_low"] is not None:
                 self.assertEqual(float(ci.get_attribute("data-low")), m["ci_low"])
@@ -293,7 +297,15 @@ class WebE2E(unittest.TestCase):
         d = self.open("/agents", "agents")
         self.assertEqual(int(self.field(d, "slots:node-1")[0]), agents[0]["slots"])
         self.open("/batches", "batches")
-        self.open("/schedules", "schedules")
+        schedules = self.c.items("schedule", "list")
+        d = self.open("/schedules", "schedules")
+        rows = d.find_elements(By.CSS_SELECTOR, "#schedules tbody tr")
+        self.assertEqual(len(rows), len(schedules))
+        # when the next window opens (a countdown: the minute may turn between the two reads)
+        after = self.c.items("schedule", "list")
+        self.assertTrue(schedules[0]["status"] in rows[0].text or after[0]["status"] in rows[0].text,
+                        (rows[0].text, schedules[0]["status"]))
+        self.assertIn("Europe/Berlin", rows[0].text)
         d = self.open("/", "index")
         self.assertTrue(d.find_elements(By.CSS_SELECTOR, '#workloads a[href="/workloads/demo"]'))
 
