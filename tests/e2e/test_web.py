@@ -138,6 +138,7 @@ class WebE2E(unittest.TestCase):
         """Loads `path`, waits until its data is drawn, fails on any console error, saves a
         screenshot `shot`.png; returns the driver."""
         d = self.driver
+        d.set_window_size(1280, 900)  # the screenshot's height is the page's, measured below
         d.get(self.base + path)
         WebDriverWait(d, 30).until(lambda d: d.find_element(By.TAG_NAME, "body")
                                    .get_attribute("data-loaded"))
