@@ -46,8 +46,8 @@ class ServerImpl : public Server {
   }
   ~ServerImpl() override {
     Shutdown();
+    http_.reset();  // first: its web view holds an in-process channel to grpc_
     grpc_.reset();
-    http_.reset();
     listener_.reset();
     tuning_.reset();
     agents_.reset();
