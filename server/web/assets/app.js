@@ -461,12 +461,27 @@ async function pageRun(id) {
         num(m.max, 'max:' + m.metric), el('td', {}, m.usable ? 'yes' : 'no'), el('td', {}, m.source || 'log'))), {id: 'run-metrics'}),
     el('p', {class: 'legend-note'}, 'The steady window is the samples after the warm-up (declared or detected) that the median is taken over; ' +
        'profiler shares appear as metrics from a profile: source.'),
+    profilerShares(r),
     el('h2', {}, 'Health warnings'),
     warnings.length ? el('ul', {id: 'warnings'}, warnings.map(w => el('li', {}, w))) : el('p', {class: 'muted', id: 'warnings'}, 'none'),
     el('h2', {}, 'stderr (tail)'),
     r.stderr_tail ? el('pre', {class: 'stderr', id: 'stderr'}, r.stderr_tail) : el('p', {class: 'muted', id: 'stderr'}, 'empty'));
   stamp(live);
   if (live) poll(() => pageRun(id), 2000);
+}
+
+// The profiler's shares of a step (profile_*_pct samples, docs/metric_sources.md) as bars; nothing
+// when the run has none.
+function profilerShares(r) {
+  const shares = r.metrics.filter(m => /^profile_.*_pct$/.test(m.metric) && m.median !== null);
+  if (!shares.length) return '';
+  return el('div', {id: 'profile'}, el('h2', {}, 'Profiler shares (median per step)'),
+    table(['share', '%', ''], shares.map(m => {
+      const bar = el('div', {class: 'share'});
+      bar.style.width = Math.max(0, Math.min(100, m.median)).toFixed(1) + '%';
+      return el('tr', {}, el('td', {}, m.metric.replace(/^profile_|_pct$/g, '')),
+                num(m.median, 'share:' + m.metric), el('td', {class: 'sharecell'}, bar));
+    })));
 }
 
 async function pageLog() {
