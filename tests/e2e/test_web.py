@@ -315,8 +315,11 @@ class WebE2E(unittest.TestCase):
         r = self.c.json("regress", "show", "demo", "--limit", "0")
         in_series = [p["run_id"] for p in r["series"]]
         first_slow = min(i for i in in_series if i in self.slow_ids)
-        worse = [cp for cp in r["change_points"] if cp["regression"]]
-        self.assertEqual([cp["first_run_id"] for cp in worse], [first_slow],
+        # The first regression starts at the first slow run (on a busy machine a later, second step
+        # may be found too: the page marks every change point, checked below).
+        worse = [cp["first_run_id"] for cp in r["change_points"] if cp["regression"]]
+        self.assertTrue(worse, r["change_points"])
+        self.assertEqual(worse[0], first_slow,
                          [(p["run_id"], round(p["value"], 1)) for p in r["series"]])
         d = self.open("/workloads/demo", "regression")
         # every point of the series, with its exact value
@@ -328,8 +331,11 @@ class WebE2E(unittest.TestCase):
             self.assertTrue(close_to(shown, p["value"]), (shown, p["value"]))
         # the first slow run is marked: in the table, in the change points and on the chart
         marked = d.find_elements(By.CSS_SELECTOR, "#series tr.change-regression")
-        self.assertEqual([int(x.get_attribute("data-run")) for x in marked], [first_slow])
+        self.assertEqual([int(x.get_attribute("data-run")) for x in marked], worse)
         self.assertIn("regression starts here", marked[0].text)
+        better = [cp["first_run_id"] for cp in r["change_points"] if not cp["regression"]]
+        self.assertEqual([int(x.get_attribute("data-run")) for x in
+                          d.find_elements(By.CSS_SELECTOR, "#series tr.change-improvement")], better)
         self.assertTrue(d.find_elements(
             By.CSS_SELECTOR, f'#change-points tr.change-regression[data-first-run="{first_slow}"]'))
         notes = [a.get_attribute("title") or "" for a in

@@ -269,7 +269,8 @@ function drawRegression(div, reg, lv) {
     drawPoints: true, pointSize: 3, strokeWidth: 0,
     series: {level: {strokeWidth: 1.5, drawPoints: false, stepPlot: true}},
     xlabel: 'run (in the series\' order)', ylabel: reg.metric,
-    axes: {x: {valueFormatter: x => 'run ' + (reg.series[x - 1] ? reg.series[x - 1].run_id : x)}},
+    axes: {x: {valueFormatter: x => 'run ' + (reg.series[x - 1] ? reg.series[x - 1].run_id : x)},
+           y: {axisLabelWidth: 64, axisLabelFormatter: fmt}},
     legend: 'always',
     underlayCallback: (ctx, area, gr) => {
       for (const c of cps) {
@@ -431,7 +432,8 @@ function drawArms(e, m, runs) {
     colors: ['#2b6cb0', '#d97706', '#a0aec0'],
     drawPoints: true, pointSize: 4, strokeWidth: 0, legend: 'always',
     xlabel: 'ABBA pair (in run order)', ylabel: m.metric + (m.unit ? ' (' + m.unit + ')' : ''),
-    axes: {x: {valueFormatter: x => 'pair ' + Math.round(x), axisLabelFormatter: x => Number.isInteger(x) ? String(x) : ''}},
+    axes: {x: {valueFormatter: x => 'pair ' + Math.round(x), axisLabelFormatter: x => Number.isInteger(x) ? String(x) : ''},
+           y: {axisLabelWidth: 64, axisLabelFormatter: y => String(Number(y.toPrecision(6)))}},
     dateWindow: [0.5, Math.max(...rows.map(r => r[0])) + 0.5],
   });
 }
