@@ -28,6 +28,9 @@ class GrpcClient : public Client {
         tls_(!e.ca_pem.empty()),
         stub_(v1::TuningService::NewStub(
             grpc::CreateCustomChannel(e.server, ChannelCredentialsOf(e), ChannelArgs()))) {}
+  GrpcClient(std::shared_ptr<grpc::Channel> channel, const std::string& token,
+             const std::string& server)
+      : server_(server), token_(token), tls_(true), stub_(v1::TuningService::NewStub(channel)) {}
 
   Result<v1::Token> CreateToken(const v1::CreateTokenRequest& r) override {
     return Call<v1::Token>(&v1::TuningService::Stub::CreateToken, r);
@@ -300,6 +303,11 @@ std::string NewRequestId() {
 
 std::unique_ptr<Client> Client::Connect(const Endpoint& endpoint) {
   return std::make_unique<GrpcClient>(endpoint);
+}
+
+std::unique_ptr<Client> Client::OverChannel(std::shared_ptr<grpc::Channel> channel,
+                                            const std::string& token, const std::string& server) {
+  return std::make_unique<GrpcClient>(std::move(channel), token, server);
 }
 
 }  // namespace tunectl

@@ -10,6 +10,10 @@
 #include "sys/endpoint.h"
 #include "tunectl/v1/tunectl.pb.h"
 
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
 namespace tunectl {
 
 // A fresh key for a create request (24 hex digits); the server stores what it created under it.
@@ -20,6 +24,10 @@ class Client {
   // TLS when the endpoint has a CA; every call carries its bearer token. The server records the
   // token's identity as the actor of whatever the call changes.
   static std::unique_ptr<Client> Connect(const Endpoint& endpoint);
+  // Over a channel the caller made (the server's web view: its own in-process channel), with
+  // `token` as every call's bearer token; `server` names it in error messages. Shares `channel`.
+  static std::unique_ptr<Client> OverChannel(std::shared_ptr<grpc::Channel> channel,
+                                             const std::string& token, const std::string& server);
   virtual ~Client() = default;
   virtual Result<v1::ApplyWorkloadResponse> ApplyWorkload(const v1::ApplyWorkloadRequest& r) = 0;
   // Lists take their request: filters and the page (limit, page_token, since, all).

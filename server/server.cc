@@ -21,6 +21,7 @@
 #include "server/store/migrations.h"
 #include "server/store/pool.h"
 #include "server/store/store.h"
+#include "server/web/web.h"
 #include "sys/clock.h"
 #include "sys/files.h"
 #include "sys/tls_cert.h"
@@ -45,8 +46,8 @@ class ServerImpl : public Server {
   }
   ~ServerImpl() override {
     Shutdown();
+    http_.reset();  // first: its web view holds an in-process channel to grpc_
     grpc_.reset();
-    http_.reset();
     listener_.reset();
     tuning_.reset();
     agents_.reset();
@@ -334,10 +335,29 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
     HealthProbe* health = s->health_.get();
     Dispatcher* dispatcher = s->dispatcher_.get();
     const bool insecure = opts.insecure;
+    // The web view calls this server's own TuningService in-process with the request's token, so
+    // that the token check, the roles and the audit of refusals stay in one place.
+    std::shared_ptr<grpc::Channel> channel = s->grpc_->InProcessChannel(grpc::ChannelArguments());
+    WebOptions wopts;
+    wopts.tls = !transport->http.cert_pem.empty();
+    if (!opts.chart_dir.empty()) wopts.chart_dir = opts.chart_dir;
+    auto web = std::make_shared<WebView>(
+        [channel](const std::string& token) {
+          return Client::OverChannel(channel, token, "this server");
+        },
+        wopts);
     auto http = HttpServer::Start(
         opts.http,
-        [health, dispatcher, insecure](const std::string& path) {
+        [health, dispatcher, insecure, web](const HttpRequest& request) {
+          if (auto page = web->Handle(request)) return *page;
+          const std::string& path = request.path;
           HttpResponse r;
+          if (request.method == "POST") {
+            r.status = 405;
+            r.headers.emplace_back("Allow", "GET, HEAD");
+            r.body = "only GET\n";
+            return r;
+          }
           const HealthProbe::View h = health->Get();  // memory only: answers within a bound
           if (path == "/healthz") {
             r.status = h.healthy ? 200 : 503;
@@ -360,7 +380,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
             }
           } else {
             r.status = 404;
-            r.body = "not found; try /metrics or /healthz\n";
+            r.body = "not found; try / (the web view), /metrics or /healthz\n";
           }
           return r;
         },

@@ -22,8 +22,11 @@ struct ServerOptions {
   std::string data_dir;  // embedded PostgreSQL lives in <data_dir>/pg
   std::string pg_bin = "/usr/lib/postgresql/15/bin";
   std::string port_file;                // if set, the bound port is written here
-  std::string http = "127.0.0.1:7444";  // /metrics and /healthz; "" = off; port 0 = any free
+  std::string http = "127.0.0.1:7444";  // web view, /metrics, /healthz; "" = off; 0 = any free
   std::string http_port_file;           // if set, the bound HTTP port is written here
+  // The web view's chart library (dygraph.min.js, dygraph.min.css); "" = Debian's
+  // libjs-dygraphs in /usr/share/javascript/dygraphs.
+  std::string chart_dir;
   // Agents beat (and liveness is flushed) this often; 0 = a third of agent_timeout_s, between
   // 1 and 5 s (15 s -> 5 s: 2,000 idle agents send 400 beats/s, three missed beats are a timeout).
   int heartbeat_interval_ms = 0;

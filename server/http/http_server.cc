@@ -4,17 +4,22 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
+#include <cstdint>
 #include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace tunectl {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -53,26 +58,43 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 
  private:
   void Read() {
-    http::async_read(stream_, buffer_, request_,
+    parser_.header_limit(kMaxHeaderBytes);
+    parser_.body_limit(kMaxBodyBytes);
+    http::async_read(stream_, buffer_, parser_,
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (!ec) self->Respond();
                      });
   }
 
   void Respond() {
-    response_.version(request_.version());
+    const auto& request = parser_.get();
+    response_.version(request.version());
     response_.keep_alive(false);
     response_.set(http::field::server, "tunectl-server");
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+    const auto verb = request.method();
+    if (verb != http::verb::get && verb != http::verb::head && verb != http::verb::post) {
       response_.result(http::status::method_not_allowed);
-      response_.set(http::field::allow, "GET, HEAD");
-      response_.body() = "only GET\n";
+      response_.set(http::field::allow, "GET, HEAD, POST");
+      response_.body() = "only GET, HEAD and POST\n";
     } else {
-      std::string path(request_.target());
-      if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-      HttpResponse r = (*handler_)(path);
+      HttpRequest in;
+      in.method = std::string(request.method_string());
+      in.path = std::string(request.target());
+      if (auto q = in.path.find('?'); q != std::string::npos) {
+        in.query = in.path.substr(q + 1);
+        in.path.resize(q);
+      }
+      for (const auto& f : request) {
+        std::string name(f.name_string());
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        in.headers.emplace_back(std::move(name), std::string(f.value()));
+      }
+      in.body = request.body();
+      HttpResponse r = (*handler_)(in);
       response_.result(static_cast<unsigned>(r.status));
       response_.set(http::field::content_type, r.content_type);
+      for (auto& [name, value] : r.headers) response_.insert(name, value);
       response_.body() = std::move(r.body);
     }
     response_.prepare_payload();
@@ -100,8 +122,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   Stream stream_;
   const HttpHandler* handler_;
   std::chrono::milliseconds timeout_;
+  static constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
+  static constexpr std::uint64_t kMaxBodyBytes = 16 * 1024;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
+  http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
 };
 
@@ -204,18 +228,22 @@ class HttpServerImpl : public HttpServer {
                                  " (address in use or invalid; pass --http HOST:PORT)");
     }
     Accept();
-    thread_ = std::thread([this] { ioc_.run(); });
+    // Each connection runs on its own strand, so its handler may run beside another's: a slow
+    // page does not hold /healthz up.
+    for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { ioc_.run(); });
     return Status::Ok();
   }
   int port() const override { return port_; }
   void Stop() override {
     ioc_.stop();
-    if (thread_.joinable()) thread_.join();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    threads_.clear();
   }
 
  private:
   void Accept() {
-    acceptor_.async_accept([this](beast::error_code ec, tcp::socket s) {
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
       if (!ec) {
         if (tls_)
           std::make_shared<Connection<TlsStream>>(&handler_, timeout_, std::move(s), *tls_)
@@ -233,7 +261,8 @@ class HttpServerImpl : public HttpServer {
   std::optional<ssl::context> tls_;  // empty: plaintext
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
-  std::thread thread_;
+  static constexpr int kThreads = 4;
+  std::vector<std::thread> threads_;
   int port_ = 0;
 };
 

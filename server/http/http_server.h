@@ -1,6 +1,8 @@
-// A minimal HTTP/1.1 server for operational endpoints (/metrics, /healthz): GET and HEAD only
-// (anything else gets 405), one request per connection, answered by `handler` on the server's
-// own thread. Plaintext, or HTTPS when `tls` carries a certificate and its key: then every
+// A minimal HTTP/1.1 server for operational endpoints (/metrics, /healthz) and the read-only web
+// view (server/web/): GET, HEAD and POST (anything else gets 405), one request per connection,
+// a request's headers and body each at most 16 KiB (larger: closed without an answer), answered
+// by `handler` on one of the server's own threads (several at once: `handler` must be
+// thread-safe). Plaintext, or HTTPS when `tls` carries a certificate and its key: then every
 // connection starts with a server-side TLS handshake (TLS 1.2 at least, no compression); a
 // connection whose handshake fails (a plaintext client, an untrusting client, a TLS 1.1 one) is
 // closed and the server serves on. A connection has `HttpOptions::io_timeout` to complete its
@@ -15,6 +17,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -24,9 +28,26 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // More header fields (Set-Cookie, Location, Cache-Control, ...), sent as given.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
-using HttpHandler = std::function<HttpResponse(const std::string& path)>;
+struct HttpRequest {
+  std::string method;  // "GET", "HEAD" or "POST"
+  std::string path;    // the target up to '?', as sent (not percent-decoded)
+  std::string query;   // after '?', as sent; "" when none
+  // Header fields in the order sent, names lower-cased.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // The value of the first field named `name` (lower case), "" when none.
+  std::string Header(const std::string& name) const {
+    for (const auto& [n, v] : headers)
+      if (n == name) return v;
+    return "";
+  }
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest& request)>;
 
 // PEM contents (not paths). Both empty: plaintext. `cert_pem` is the server certificate,
 // optionally followed by its intermediates; `key_pem` its private key, unencrypted.

@@ -169,7 +169,8 @@ const std::string kGetMetrics = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\
 // Answers /metrics with one line and records the paths it was asked for.
 struct Metrics {
   HttpHandler Handler() {
-    return [this](const std::string& path) {
+    return [this](const HttpRequest& request) {
+      const std::string& path = request.path;
       std::lock_guard lock(mu);
       paths.push_back(path);
       if (path != "/metrics") return HttpResponse{404, "text/plain", "not found\n"};
@@ -260,8 +261,50 @@ TEST(HttpServer, ServesPlaintextWithoutTls) {
   const Raw raw = RawExchange(server->port(), kGetMetrics);
   EXPECT_THAT(raw.received, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(raw.received, HasSubstr("\r\n\r\ntunectl_up 1\n"));
-  EXPECT_THAT(RawExchange(server->port(), "POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").received,
+  EXPECT_THAT(RawExchange(server->port(), "PUT /metrics HTTP/1.1\r\nHost: x\r\n\r\n").received,
               StartsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
+}
+
+// The handler sees the method, the path without the query, the query, the header fields (names
+// lower-cased) and a POST's body; its extra header fields reach the client.
+TEST(HttpServer, PassesTheRequestAndSendsExtraHeaders) {
+  std::mutex mu;
+  HttpRequest seen;
+  auto server = MustStart(
+      [&](const HttpRequest& r) {
+        std::lock_guard lock(mu);
+        seen = r;
+        return HttpResponse{303, "text/plain", "", {{"Location", "/x"}, {"Set-Cookie", "a=b"}}};
+      },
+      {});
+  ASSERT_TRUE(server);
+  const Raw raw = RawExchange(server->port(),
+                              "POST /login?next=%2Fx HTTP/1.1\r\nHost: x\r\nCookie: t=1\r\n"
+                              "Content-Type: application/x-www-form-urlencoded\r\n"
+                              "Content-Length: 9\r\n\r\ntoken=abc");
+  EXPECT_THAT(raw.received, StartsWith("HTTP/1.1 303 See Other\r\n"));
+  EXPECT_THAT(raw.received, HasSubstr("Location: /x\r\n"));
+  EXPECT_THAT(raw.received, HasSubstr("Set-Cookie: a=b\r\n"));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen.method, "POST");
+  EXPECT_EQ(seen.path, "/login");
+  EXPECT_EQ(seen.query, "next=%2Fx");
+  EXPECT_EQ(seen.Header("cookie"), "t=1");
+  EXPECT_EQ(seen.Header("nothing"), "");
+  EXPECT_EQ(seen.body, "token=abc");
+}
+
+// A body over 16 KiB is not read: the connection closes without an answer or a handler call.
+TEST(HttpServer, RefusesABodyOverTheLimit) {
+  Metrics metrics;
+  auto server = MustStart(metrics.Handler(), {});
+  ASSERT_TRUE(server);
+  const std::string body(17 * 1024, 'x');
+  const Raw raw =
+      RawExchange(server->port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_THAT(raw.received, Not(HasSubstr("HTTP/1.1 200")));
+  EXPECT_TRUE(metrics.Paths().empty());
 }
 
 TEST(HttpServer, RefusesACertWithoutItsKey) {
