@@ -99,9 +99,13 @@ class LoopE2E(unittest.TestCase):
         self.assertGreater(entry["primary"]["ratio"], 1.1)
         self.assertEqual(entry["frozen"], "v2")
         self.assertEqual(entry["decision"], "improved")
-        rows = list(csv.reader(io.StringIO(c.cli("log", "-o", "csv").stdout)))
-        self.assertEqual(rows[0][:4], ["experiment", "at", "workload", "change"])
-        self.assertEqual(len(rows), 2)
+        rows = list(csv.DictReader(io.StringIO(c.cli("log", "-o", "csv").stdout)))
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["experiment_id"], str(e["id"]))
+        self.assertEqual((rows[0]["kind"], rows[0]["change"]), ("decided", "num_workers 1→4"))
+        # raw numbers a spreadsheet can use: the log's ratio and CI, not "+32.2%"
+        self.assertAlmostEqual(float(rows[0]["ratio"]), entry["primary"]["ratio"], places=9)
+        self.assertLess(float(rows[0]["ci_low"]), float(rows[0]["ratio"]))
 
         # no real effect: never a false "improved"
         n = json.loads(c.cli("experiment", "run", "--vary", "log_interval=5", "--wait", "-o", "json").stdout)

@@ -18,6 +18,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -193,7 +194,8 @@ class WebE2E(unittest.TestCase):
         d = self.open(f"/runs/{run}", "run-live")
         self.assertIn("running", d.find_element(By.ID, "run-state").text)
         d.execute_script("document.body.dataset.sameDocument = 'yes'")  # a reload drops it
-        WebDriverWait(d, 90).until(
+        # The live page redraws its elements: one found may be replaced before it is read.
+        WebDriverWait(d, 90, ignored_exceptions=(StaleElementReferenceException,)).until(
             lambda d: "succeeded" in d.find_element(By.ID, "run-state").text)
         self.assertEqual(d.execute_script("return document.body.dataset.sameDocument"), "yes")
         self.assertEqual(int(self.field(d, "samples")[0]),
