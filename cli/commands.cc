@@ -733,8 +733,8 @@ int Log(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   auto r = c.ListLog(req);
   if (!r.ok()) return Fail(err, r.status());
   if (!r->goal().empty() && o.output == "table") out << "goal: " << r->goal() << "\n\n";
-  return Emit(o, out, err, *r, o.param.empty() ? &LogTable : &LogParamTable, r->entries(),
-              &LogJson, &LogCsv);
+  return Emit(o, out, err, *r, o.param.empty() ? &LogTable : &LogParamTable, r->entries(), &LogJson,
+              &LogCsv);
 }
 
 // --- audit ------------------------------------------------------------------------------------
