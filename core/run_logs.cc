@@ -48,9 +48,27 @@ MarkedText TakeMarkedLines(std::string_view raw, bool at_line_start, size_t full
   return out;
 }
 
-LogNext NextLogStep(bool follow, RunState state_before_read, bool at_eof) {
+bool FollowRetry(LogCursor* cursor, int run_attempt) {
+  if (cursor->pinned || run_attempt <= cursor->attempt) return false;
+  if (cursor->attempt == 0) {  // the run was queued: its first attempt, from where it was asked
+    cursor->attempt = run_attempt;
+    return true;
+  }
+  if (cursor->offset < 0) return false;  // the followed attempt has not been read yet
+  cursor->attempt = run_attempt;
+  cursor->offset = 0;
+  return true;
+}
+
+RunState AttemptState(const LogCursor& cursor, int run_attempt, RunState run_state) {
+  return run_attempt > cursor.attempt ? RunState::kFailed : run_state;
+}
+
+LogNext NextLogStep(bool follow, const LogCursor& cursor, RunState attempt_state,
+                    RunState run_state, bool at_eof) {
   if (!at_eof) return LogNext::kReadMore;
-  if (follow && IsActive(state_before_read)) return LogNext::kWait;
+  if (follow && IsActive(attempt_state)) return LogNext::kWait;
+  if (follow && !cursor.pinned && IsActive(run_state)) return LogNext::kWait;  // retried
   return LogNext::kDone;
 }
 

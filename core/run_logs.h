@@ -37,12 +37,28 @@ struct MarkedText {
 };
 MarkedText TakeMarkedLines(std::string_view raw, bool at_line_start, size_t full);
 
-// After one read of a run's output: read on at once (more is there), wait and read again (the run
-// is still active and may print more), or stop. `state_before_read` is the run's state loaded
-// before the read, so a run that ended just after it gets one more read: nothing it printed is
-// missed.
+// Which attempt of a run a log reader reads, and from where. A pinned attempt (--attempt) stays;
+// otherwise the reader starts at the run's current attempt and moves to a retry's new attempt
+// once it has read the one it followed.
+struct LogCursor {
+  int attempt = 0;     // 0: the run has not been assigned yet
+  int64_t offset = 0;  // -1: not read yet, start at the tail
+  bool pinned = false;
+};
+// The run's rows as loaded before a read: an unpinned cursor of a run that was queued takes its
+// first attempt (keeping a tail start); on a retry, one that has read its attempt moves to the new
+// one from offset 0. True when it moved.
+bool FollowRetry(LogCursor* cursor, int run_attempt);
+// The state of the cursor's attempt: the run's state, or over (failed) for an earlier attempt.
+RunState AttemptState(const LogCursor& cursor, int run_attempt, RunState run_state);
+
+// After one read of an attempt's output: read on at once (more is there), wait and read again (it
+// is still active and may print more, or, followed unpinned, the run was retried and the next
+// attempt is to be read), or stop. States are the ones loaded before the read, so a run that ended
+// just after it gets one more read: nothing it printed is missed.
 enum class LogNext { kReadMore, kWait, kDone };
-LogNext NextLogStep(bool follow, RunState state_before_read, bool at_eof);
+LogNext NextLogStep(bool follow, const LogCursor& cursor, RunState attempt_state,
+                    RunState run_state, bool at_eof);
 
 // The complete lines in `*carry` + `data` (without their '\n'); what follows the last newline
 // stays in `*carry` for the next call. Flush the rest at the end with `*carry` itself.

@@ -278,16 +278,18 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
     return ToGrpc(Status::InvalidArgument("attempt: " + std::to_string(req->attempt()) +
                                           " is not an attempt of " + rid + "; allowed: 1.." +
                                           std::to_string(std::max(run->attempt, 1))));
-  const bool pinned = req->attempt() != 0, follow = req->follow();
-  int attempt = pinned ? req->attempt() : run->attempt;
-  int64_t offset = req->tail_lines() > 0 ? -1 : 0;
+  const bool follow = req->follow();
+  LogCursor cur;
+  cur.pinned = req->attempt() != 0;
+  cur.attempt = cur.pinned ? req->attempt() : run->attempt;
+  cur.offset = req->tail_lines() > 0 ? -1 : 0;
   std::string last_note;
   auto note = [&](const std::string& n) {  // each distinct note once
     if (n == last_note) return true;
     last_note = n;
     v1::RunLogChunk c;
     c.set_note(n);
-    c.set_attempt(attempt);
+    c.set_attempt(cur.attempt);
     c.set_agent(run->agent);
     return writer->Write(c);
   };
@@ -299,15 +301,11 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
       if (!run.ok()) return ToGrpc(run.status());
     }
     const auto state = ParseRunState(run->state).value_or(RunState::kLost);
-    if (!pinned && run->attempt > attempt && offset >= 0 && !first) {
-      // The attempt followed so far ended and the run was retried: follow the new one.
-      attempt = run->attempt;
-      offset = 0;
-      if (!note("attempt " + std::to_string(attempt) + " of " + rid + " starts")) break;
-    }
-    // This attempt's state: an earlier attempt than the run's current one is over.
-    const RunState mine = run->attempt > attempt ? RunState::kFailed : state;
-    const bool started = attempt > 0 && !run->agent.empty() && mine != RunState::kQueued;
+    if (FollowRetry(&cur, run->attempt) &&
+        !note("attempt " + std::to_string(cur.attempt) + " of " + rid + " starts"))
+      break;
+    const RunState mine = AttemptState(cur, run->attempt, state);
+    const bool started = cur.attempt > 0 && !run->agent.empty() && mine != RunState::kQueued;
     if (!started) {
       if (!IsActive(mine))
         return ToGrpc(Status::FailedPrecondition(rid + " never started (" + run->state +
@@ -336,8 +334,8 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
     }
     v1::LogRequest lr;
     lr.set_run_id(req->run_id());
-    lr.set_attempt(attempt);
-    lr.set_offset(offset);
+    lr.set_attempt(cur.attempt);
+    lr.set_offset(cur.offset);
     lr.set_tail_lines(req->tail_lines());
     lr.set_max_bytes(kMaxLogChunkBytes);
     auto chunk = dispatcher_->logs().Fetch(*session, lr, std::chrono::seconds(10));
@@ -355,13 +353,13 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
         pause(500);
         continue;
       }
-      return ToGrpc(Status::FailedPrecondition(rid + " attempt " + std::to_string(attempt) +
+      return ToGrpc(Status::FailedPrecondition(rid + " attempt " + std::to_string(cur.attempt) +
                                                " on agent " + run->agent + ": " +
                                                SanitizeUtf8(chunk->error(), 1024)));
     }
     if (!chunk->data().empty()) {
       v1::RunLogChunk out;
-      out.set_attempt(attempt);
+      out.set_attempt(cur.attempt);
       out.set_agent(run->agent);
       out.set_data(chunk->data());
       if (!writer->Write(out)) break;  // the client went away
@@ -369,13 +367,11 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
     // No progress (a line not ended yet) counts as the end for now: wait, or stop.
     const bool at_eof =
         chunk->next_offset() <= chunk->offset() || chunk->next_offset() >= chunk->size();
-    offset = std::max(chunk->next_offset(), chunk->offset());
-    switch (NextLogStep(follow, mine, at_eof)) {
+    cur.offset = std::max(chunk->next_offset(), chunk->offset());
+    switch (NextLogStep(follow, cur, mine, state, at_eof)) {
       case LogNext::kReadMore: continue;
       case LogNext::kWait: pause(250); continue;
-      case LogNext::kDone:
-        if (follow && !pinned && IsActive(state)) continue;  // retried: the next attempt
-        return grpc::Status::OK;
+      case LogNext::kDone: return grpc::Status::OK;
     }
   }
   return grpc::Status::OK;

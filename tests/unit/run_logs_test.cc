@@ -55,16 +55,61 @@ TEST(TakeMarkedLines, ALineLongerThanAChunkGoesInPiecesMarkedOnlyAtItsStart) {
 }
 
 TEST(NextLogStep, ReadsOnWhileBytesRemain) {
-  EXPECT_EQ(NextLogStep(false, RunState::kSucceeded, false), LogNext::kReadMore);
-  EXPECT_EQ(NextLogStep(true, RunState::kRunning, false), LogNext::kReadMore);
+  const LogCursor c{1, 0, false};
+  EXPECT_EQ(NextLogStep(false, c, RunState::kSucceeded, RunState::kSucceeded, false),
+            LogNext::kReadMore);
+  EXPECT_EQ(NextLogStep(true, c, RunState::kRunning, RunState::kRunning, false),
+            LogNext::kReadMore);
 }
 
 TEST(NextLogStep, WaitsOnlyWhenFollowingAnActiveRun) {
-  EXPECT_EQ(NextLogStep(true, RunState::kRunning, true), LogNext::kWait);
-  EXPECT_EQ(NextLogStep(true, RunState::kAssigned, true), LogNext::kWait);
-  EXPECT_EQ(NextLogStep(false, RunState::kRunning, true), LogNext::kDone);
-  EXPECT_EQ(NextLogStep(true, RunState::kFailed, true), LogNext::kDone);
-  EXPECT_EQ(NextLogStep(true, RunState::kSucceeded, true), LogNext::kDone);
+  const LogCursor c{1, 0, false};
+  EXPECT_EQ(NextLogStep(true, c, RunState::kRunning, RunState::kRunning, true), LogNext::kWait);
+  EXPECT_EQ(NextLogStep(true, c, RunState::kAssigned, RunState::kAssigned, true), LogNext::kWait);
+  EXPECT_EQ(NextLogStep(false, c, RunState::kRunning, RunState::kRunning, true), LogNext::kDone);
+  EXPECT_EQ(NextLogStep(true, c, RunState::kFailed, RunState::kFailed, true), LogNext::kDone);
+  EXPECT_EQ(NextLogStep(true, c, RunState::kSucceeded, RunState::kSucceeded, true), LogNext::kDone);
+}
+
+TEST(NextLogStep, WaitsForTheRetryOnlyWhenNotPinned) {
+  // Attempt 1 is over (failed) and the run was requeued as attempt 2.
+  const LogCursor followed{1, 120, false}, pinned{1, 120, true};
+  EXPECT_EQ(NextLogStep(true, followed, RunState::kFailed, RunState::kQueued, true),
+            LogNext::kWait);
+  EXPECT_EQ(NextLogStep(true, pinned, RunState::kFailed, RunState::kQueued, true), LogNext::kDone);
+  EXPECT_EQ(NextLogStep(false, followed, RunState::kFailed, RunState::kQueued, true),
+            LogNext::kDone);
+}
+
+TEST(FollowRetry, MovesAnUnpinnedReaderToTheNewAttemptFromItsStart) {
+  LogCursor c{1, 4096, false};
+  EXPECT_FALSE(FollowRetry(&c, 1));
+  EXPECT_TRUE(FollowRetry(&c, 2));
+  EXPECT_EQ(c.attempt, 2);
+  EXPECT_EQ(c.offset, 0);
+  EXPECT_EQ(AttemptState(c, 2, RunState::kRunning), RunState::kRunning);
+}
+
+TEST(FollowRetry, KeepsAPinnedAttemptWhichIsThenOver) {
+  LogCursor c{1, 4096, true};
+  EXPECT_FALSE(FollowRetry(&c, 3));
+  EXPECT_EQ(c.attempt, 1);
+  EXPECT_EQ(c.offset, 4096);
+  EXPECT_EQ(AttemptState(c, 3, RunState::kRunning), RunState::kFailed);
+}
+
+TEST(FollowRetry, AQueuedRunsFirstAttemptKeepsTheTailStart) {
+  LogCursor c{0, -1, false};  // run logs -f --tail 5 on a queued run
+  EXPECT_FALSE(FollowRetry(&c, 0));
+  EXPECT_TRUE(FollowRetry(&c, 1));
+  EXPECT_EQ(c.attempt, 1);
+  EXPECT_EQ(c.offset, -1);
+}
+
+TEST(FollowRetry, AnAttemptNotReadYetIsNotLeft) {
+  LogCursor c{1, -1, false};  // the tail of attempt 1 was never fetched
+  EXPECT_FALSE(FollowRetry(&c, 2));
+  EXPECT_EQ(c.attempt, 1);
 }
 
 TEST(TakeLines, KeepsAPartialLineForTheNextChunk) {
