@@ -539,16 +539,16 @@ std::string RunSamplesDetail(const v1::RunSamples& r) {
     else
       out += "no window";
     if (m.skipped_total() > 0) {
-      out += "\n  skipped: " + std::to_string(m.skipped_total()) + " (";
+      out += "\n  left out (" + std::to_string(m.skipped_total()) + "): ";
       for (int i = 0; i < m.skipped_size() && i < 10; ++i)
         out += (i ? ", " : "") + SkippedText(m.skipped(i));
-      out += std::string(m.skipped_total() > 10 ? ", …" : "") + ")";
+      if (m.skipped_total() > 10) out += ", …";
     }
     if (m.outliers_total() > 0) {
-      out += "\n  outliers (beyond 5 MADs, counted): " + std::to_string(m.outliers_total()) + " (";
+      out += "\n  outliers beyond 5 MADs, counted (" + std::to_string(m.outliers_total()) + "): ";
       for (int i = 0; i < m.outliers_size() && i < 10; ++i)
         out += (i ? ", " : "") + std::string("step ") + std::to_string(m.outliers(i).step());
-      out += std::string(m.outliers_total() > 10 ? ", …" : "") + ")";
+      if (m.outliers_total() > 10) out += ", …";
     }
     out += "\n";
     if (m.points_size() == 0) continue;

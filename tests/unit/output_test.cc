@@ -551,8 +551,8 @@ TEST(Output, RunSamplesTextNamesTheWindowAndWhatWasLeftOut) {
   ASSERT_EQ(ran.code, 0) << ran.err;
   EXPECT_THAT(ran.out, HasSubstr("warm-up: to step 3"));
   EXPECT_THAT(ran.out, HasSubstr("steady:  steps 4..8 (4 samples), median 101.5"));
-  EXPECT_THAT(ran.out, HasSubstr("step 5 (NaN/Inf), step 6 (skip_steps checkpoint)"));
-  EXPECT_THAT(ran.out, HasSubstr("outliers (beyond 5 MADs, counted): 1 (step 7)"));
+  EXPECT_THAT(ran.out, HasSubstr("left out (2): step 5 (NaN/Inf), step 6 (skip_steps checkpoint)"));
+  EXPECT_THAT(ran.out, HasSubstr("outliers beyond 5 MADs, counted (1): step 7"));
   EXPECT_THAT(ran.out, HasSubstr("STEP"));
 }
 
