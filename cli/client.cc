@@ -72,6 +72,9 @@ class GrpcClient : public Client {
     r.set_id(id);
     return Call<v1::Run>(&v1::TuningService::Stub::GetRun, r);
   }
+  Result<v1::RunSamples> GetRunSamples(const v1::GetRunSamplesRequest& r) override {
+    return Call<v1::RunSamples>(&v1::TuningService::Stub::GetRunSamples, r);
+  }
   Result<v1::ListAgentsResponse> ListAgents() override {
     return Call<v1::ListAgentsResponse>(&v1::TuningService::Stub::ListAgents,
                                         v1::ListAgentsRequest());

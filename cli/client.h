@@ -37,6 +37,7 @@ class Client {
   virtual Result<v1::ListBaselinesResponse> ListBaselines(const v1::ListBaselinesRequest& r) = 0;
   virtual Result<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& r) = 0;
   virtual Result<v1::Run> GetRun(int64_t id) = 0;
+  virtual Result<v1::RunSamples> GetRunSamples(const v1::GetRunSamplesRequest& r) = 0;
   virtual Result<v1::ListAgentsResponse> ListAgents() = 0;
   virtual Result<v1::RemoveAgentResponse> RemoveAgent(const std::string& name) = 0;
   virtual Result<v1::WorkloadDetail> GetWorkload(const std::string& name) = 0;

@@ -470,6 +470,17 @@ int RunShow(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err
       &RunDetail, &RunCsv);
 }
 
+int RunSamples(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::GetRunSamplesRequest req;
+  req.set_run_id(o.id);
+  req.set_metric(o.metric);
+  req.set_attempt(o.attempt);
+  req.set_max_points(o.max_points);
+  auto r = c.GetRunSamples(req);
+  if (!r.ok()) return Fail(err, r.status());
+  return ShowOne(*r, o, out, err, &RunSamplesJson, &RunSamplesDetail, &RunSamplesCsv);
+}
+
 int RunLogs(Client& c, const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.output != "table" && o.output != "json")
     return Fail(err, Status::InvalidArgument(
@@ -1164,6 +1175,9 @@ const std::vector<Command>& Commands() {
        &BaselineCancel},
       {"run", "list", "list runs, with why queued runs wait", &RunList},
       {"run", "show", "one run: state, exit, metrics, stderr tail", &RunShow},
+      {"run", "samples",
+       "a run's samples per metric: warm-up, steady window and median, what was left out",
+       &RunSamples},
       {"run", "logs",
        "a run's output (stdout and stderr) from the agent that holds it; -f follows it live",
        &RunLogs},

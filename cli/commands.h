@@ -56,7 +56,7 @@ struct CliOptions {
   std::string correction = "holm";      // batch create --correction holm|bh
   std::string request_id;               // --request-id on creates ("" = a new key per command)
   std::string against;                  // audit verify --against HEAD_FILE
-  std::string metric;                   // goal set --metric
+  std::string metric;                   // goal set --metric; run samples --metric
   double target = 0;                    // goal set --target
   std::vector<std::string> guardrails;  // goal set --guardrail "mfu >= 0.45" (repeatable)
   std::string role;                     // token create --role
@@ -67,7 +67,8 @@ struct CliOptions {
   int version = 0;                      // config export --version (0 = the current one)
   bool follow = false;                  // run logs -f: keep streaming while the run runs
   int tail = 0;                         // run logs --tail N (0 = from the beginning)
-  int attempt = 0;                      // run logs --attempt N (0 = the current attempt)
+  int attempt = 0;                      // run logs|samples --attempt N (0 = the current one)
+  int max_points = 0;                   // run samples --max-points (0 = the server's default)
   std::vector<CompletionCommand> completion;  // completion: the command tree main.cc built
 };
 

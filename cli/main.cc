@@ -258,6 +258,15 @@ int main(int argc, char** argv) {
                       "an earlier attempt of the run (default: the current one)")
           ->check(CLI::Range(1, 1000));
     }
+    if (n == "run" && v == "samples") {
+      sub->add_option("id", o.id, "run id (tunectl run list)")->required();
+      sub->add_option("--metric", o.metric, "only this metric (default: every metric of the run)");
+      sub->add_option("--attempt", o.attempt,
+                      "an earlier attempt of the run (default: the current one)");
+      sub->add_option("--max-points", o.max_points,
+                      "points per metric at most: more are decimated, keeping the lowest and "
+                      "highest of each bucket (default 2000; 10..100000)");
+    }
     if (n == "run" && v == "list") {
       sub->add_option("--baseline", o.baseline, "only the runs of this baseline");
       sub->add_option("--experiment", o.experiment,

@@ -463,6 +463,103 @@ std::string RunDetail(const v1::Run& r) {
   return out;
 }
 
+ojson RunSamplesJson(const v1::RunSamples& r) {
+  ojson j;
+  j["run_id"] = r.run_id();
+  j["workload"] = r.workload();
+  j["attempt"] = r.attempt();
+  j["state"] = r.state();
+  j["live"] = r.live();
+  j["max_points"] = r.max_points();
+  ojson ms = ojson::array();
+  for (const auto& m : r.metrics()) {
+    ojson points = ojson::array(), skipped = ojson::array(), outliers = ojson::array();
+    for (const auto& p : m.points()) points.push_back({{"step", p.step()}, {"value", p.value()}});
+    for (const auto& k : m.skipped())
+      skipped.push_back({{"step", k.step()},
+                         {"value", OrNull(std::isfinite(k.value()), k.value())},
+                         {"reason", k.skip_step() ? "skip_step" : "nonfinite"},
+                         {"tag", TextOrNull(k.tag())}});
+    for (const auto& p : m.outliers())
+      outliers.push_back({{"step", p.step()}, {"value", p.value()}});
+    const bool window = m.steady() > 0;
+    ms.push_back({{"metric", m.metric()},
+                  {"samples", m.samples()},
+                  {"points_total", m.points_total()},
+                  {"decimated", m.points_size() < m.points_total()},
+                  {"points", std::move(points)},
+                  {"declared_warmup_steps", m.declared_warmup_steps()},
+                  {"detected_warmup", m.detected_warmup()},
+                  {"warmup_end", OrNull(m.warmup_samples() > 0, m.warmup_end())},
+                  {"steady", m.steady()},
+                  {"steady_from", OrNull(window, m.steady_from())},
+                  {"steady_to", OrNull(window, m.steady_to())},
+                  {"median", OrNull(window, m.median())},
+                  {"usable", m.usable()},
+                  {"skipped_total", m.skipped_total()},
+                  {"skipped", std::move(skipped)},
+                  {"outliers_total", m.outliers_total()},
+                  {"outliers", std::move(outliers)}});
+  }
+  j["metrics"] = std::move(ms);
+  return j;
+}
+
+namespace {
+
+std::string SkippedText(const v1::SkippedSample& k) {
+  return "step " + std::to_string(k.step()) +
+         (k.skip_step() ? " (skip_steps" + (k.tag().empty() ? "" : " " + k.tag()) + ")"
+                        : " (NaN/Inf)");
+}
+
+}  // namespace
+
+std::string RunSamplesDetail(const v1::RunSamples& r) {
+  std::string out = "Run " + std::to_string(r.run_id()) + "  workload " + r.workload() +
+                    "  attempt " + std::to_string(r.attempt()) + "  " + r.state() + "\n";
+  if (r.live()) out += "so far (the run is still going; final when it ends)\n";
+  for (const auto& m : r.metrics()) {
+    out += "\n" + m.metric() + ": " + std::to_string(m.samples()) + " samples";
+    if (m.points_size() < m.points_total())
+      out += "; " + std::to_string(m.points_size()) + " of " + std::to_string(m.points_total()) +
+             " points shown (decimated: the lowest and highest of each bucket)";
+    out += "\n  warm-up: ";
+    if (m.warmup_samples() > 0)
+      out += "to step " + std::to_string(m.warmup_end()) + " (declared: steps up to " +
+             std::to_string(m.declared_warmup_steps()) +
+             "; detected: " + std::to_string(m.detected_warmup()) + " samples)";
+    else
+      out += "none";
+    out += "\n  steady:  ";
+    if (m.steady() > 0)
+      out += "steps " + std::to_string(m.steady_from()) + ".." + std::to_string(m.steady_to()) +
+             " (" + std::to_string(m.steady()) + " samples), median " + FormatNumber(m.median()) +
+             (m.usable() ? "" : ", not usable");
+    else
+      out += "no window";
+    if (m.skipped_total() > 0) {
+      out += "\n  left out (" + std::to_string(m.skipped_total()) + "): ";
+      for (int i = 0; i < m.skipped_size() && i < 10; ++i)
+        out += (i ? ", " : "") + SkippedText(m.skipped(i));
+      if (m.skipped_total() > 10) out += ", …";
+    }
+    if (m.outliers_total() > 0) {
+      out += "\n  outliers beyond 5 MADs, counted (" + std::to_string(m.outliers_total()) + "): ";
+      for (int i = 0; i < m.outliers_size() && i < 10; ++i)
+        out += (i ? ", " : "") + std::string("step ") + std::to_string(m.outliers(i).step());
+      if (m.outliers_total() > 10) out += ", …";
+    }
+    out += "\n";
+    if (m.points_size() == 0) continue;
+    Table t{{"step", "value", "phase"}, {}};
+    for (const auto& p : m.points())
+      t.rows.push_back({std::to_string(p.step()), FormatNumber(p.value()), p.phase()});
+    out += RenderTable(t);
+  }
+  return out;
+}
+
 ojson AgentJson(const v1::Agent& a) {
   ojson j;
   j["name"] = a.name();
@@ -627,6 +724,34 @@ std::string CsvBool(bool b) {
 }
 
 }  // namespace
+
+Table RunSamplesCsv(const v1::RunSamples& r) {
+  Table t{{"run_id", "attempt", "metric", "step", "value", "phase", "skipped", "tag"}, {}};
+  for (const auto& m : r.metrics()) {
+    std::map<int64_t, std::string> tag_of;  // skipped steps' tags
+    std::vector<const v1::SkippedSample*> nonfinite;
+    for (const auto& k : m.skipped()) {
+      if (k.skip_step()) tag_of.emplace(k.step(), k.tag());
+      if (!k.skip_step()) nonfinite.push_back(&k);
+    }
+    const auto row = [&](int64_t step, double value, const std::string& phase,
+                         const std::string& skipped, const std::string& tag) {
+      t.rows.push_back({std::to_string(r.run_id()), std::to_string(r.attempt()), m.metric(),
+                        std::to_string(step), CsvNumber(value), phase, skipped, tag});
+    };
+    size_t k = 0;  // the points and the non-finite samples, merged in step order
+    for (const auto& p : m.points()) {
+      for (; k < nonfinite.size() && nonfinite[k]->step() < p.step(); ++k)
+        row(nonfinite[k]->step(), nonfinite[k]->value(), "skipped", "nonfinite", "");
+      const bool skip = p.phase() == "skipped";
+      row(p.step(), p.value(), p.phase(), skip ? "skip_step" : "",
+          skip && tag_of.count(p.step()) ? tag_of[p.step()] : "");
+    }
+    for (; k < nonfinite.size(); ++k)
+      row(nonfinite[k]->step(), nonfinite[k]->value(), "skipped", "nonfinite", "");
+  }
+  return t;
+}
 
 Table BaselineCsv(const v1::Baseline& b) {
   Table t{{"baseline_id", "workload", "config_version", "metric", "unit", "better", "role", "n",

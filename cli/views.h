@@ -44,6 +44,7 @@ struct DocKind;
 TUNECTL_DOC_KIND(v1::Workload, "Workload");
 TUNECTL_DOC_KIND(v1::Baseline, "Baseline");
 TUNECTL_DOC_KIND(v1::Run, "Run");
+TUNECTL_DOC_KIND(v1::RunSamples, "RunSamples");
 TUNECTL_DOC_KIND(v1::Agent, "Agent");
 TUNECTL_DOC_KIND(v1::Hypothesis, "Hypothesis");
 TUNECTL_DOC_KIND(v1::Experiment, "Experiment");
@@ -150,6 +151,14 @@ ojson RunJson(const v1::Run& r, const ParamTypes& types = {});
 ojson RunLogLineJson(int64_t run, int attempt, const std::string& agent, const std::string& line);
 Table RunsTable(const v1::ListRunsResponse& r);
 std::string RunDetail(const v1::Run& r);
+
+// `run samples`: per metric the points (step, value; decimated when `points_total` is larger),
+// the warm-up's end, the steady window with its median, the samples left out (NaN/Inf, skipped
+// steps) and the outliers the median counts. The text: a summary line per metric and its points
+// as rows; the CSV: one row per point and per non-finite sample, with its phase.
+ojson RunSamplesJson(const v1::RunSamples& r);
+std::string RunSamplesDetail(const v1::RunSamples& r);
+Table RunSamplesCsv(const v1::RunSamples& r);
 
 ojson AgentJson(const v1::Agent& a);
 Table AgentsTable(const v1::ListAgentsResponse& r);

@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kTuning = "/tunectl.v1.TuningService/";
 
 // The one table: every RPC and the least role that may call it.
-constexpr std::array<std::pair<std::string_view, Role>, 45> kTable{{
+constexpr std::array<std::pair<std::string_view, Role>, 46> kTable{{
     // reads
     {"ListWorkloads", Role::kViewer},
     {"GetWorkload", Role::kViewer},
@@ -23,6 +23,7 @@ constexpr std::array<std::pair<std::string_view, Role>, 45> kTable{{
     {"VerifyAudit", Role::kViewer},
     {"ListRuns", Role::kViewer},
     {"GetRun", Role::kViewer},
+    {"GetRunSamples", Role::kViewer},
     {"StreamRunLogs", Role::kViewer},
     {"ListAgents", Role::kViewer},
     {"GetHypothesis", Role::kViewer},

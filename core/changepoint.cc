@@ -193,24 +193,30 @@ double Quantum(const std::vector<double>& values) {
 }
 
 SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmup_steps,
-                       Better better) {
+                       Better better, std::vector<SampleRole>* roles) {
   SteadyState s;
   s.samples = static_cast<int>(samples.size());
   std::vector<double> v;
   std::vector<int64_t> steps;
+  std::vector<size_t> at;  // v[j] is samples[at[j]]
   v.reserve(samples.size());
   steps.reserve(samples.size());
-  for (const auto& sv : samples) {
+  at.reserve(samples.size());
+  if (roles) roles->assign(samples.size(), SampleRole::kDeclaredWarmup);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const StepValue& sv = samples[i];
     if (sv.step <= declared_warmup_steps) {
       ++s.declared_warmup;
       continue;
     }
     if (!std::isfinite(sv.value)) {
       ++s.nonfinite;
+      if (roles) (*roles)[i] = SampleRole::kNonFinite;
       continue;
     }
     v.push_back(sv.value);
     steps.push_back(sv.step);
+    at.push_back(i);
   }
   auto nonfinite_warning = [&] {
     if (s.nonfinite > 0)
@@ -317,8 +323,14 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
     }
     s.lag1 = den > 0 ? num / den : 0;
   }
-  for (double x : window)
-    if (s.mad > 0 && std::fabs(x - s.stats.median) > 5 * 1.4826 * s.mad) ++s.outliers;
+  for (size_t j = 0; j < n; ++j) {
+    SampleRole role = j < start ? SampleRole::kDetectedWarmup : SampleRole::kSteady;
+    if (j >= start && s.mad > 0 && std::fabs(v[j] - s.stats.median) > 5 * 1.4826 * s.mad) {
+      ++s.outliers;
+      role = SampleRole::kOutlier;
+    }
+    if (roles) (*roles)[at[j]] = role;
+  }
   {
     std::vector<double> distinct = window;
     std::sort(distinct.begin(), distinct.end());
@@ -333,7 +345,9 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
   return s;
 }
 
-std::map<std::string, int> DropSkippedSteps(std::map<std::string, std::vector<StepValue>>* series) {
+std::map<std::string, int> DropSkippedSteps(
+    std::map<std::string, std::vector<StepValue>>* series,
+    std::map<std::string, std::vector<StepValue>>* left_out) {
   std::map<std::string, int> out;
   std::set<int64_t> skipped;
   for (auto it = series->begin(); it != series->end();) {
@@ -345,13 +359,18 @@ std::map<std::string, int> DropSkippedSteps(std::map<std::string, std::vector<St
     for (const auto& sv : it->second) steps.insert(sv.step);
     out[it->first] = static_cast<int>(steps.size());
     skipped.insert(steps.begin(), steps.end());
+    if (left_out) (*left_out)[it->first] = std::move(it->second);
     it = series->erase(it);
   }
   if (skipped.empty()) return out;
   for (auto& [metric, values] : *series) {
-    const size_t before = values.size();
-    std::erase_if(values, [&](const StepValue& sv) { return skipped.count(sv.step) > 0; });
-    if (values.size() != before) out[metric] = static_cast<int>(before - values.size());
+    const auto marked = [&](const StepValue& sv) { return skipped.count(sv.step) > 0; };
+    const auto kept = std::stable_partition(values.begin(), values.end(),
+                                            [&](const StepValue& sv) { return !marked(sv); });
+    if (kept == values.end()) continue;
+    out[metric] = static_cast<int>(values.end() - kept);
+    if (left_out) (*left_out)[metric].assign(kept, values.end());
+    values.erase(kept, values.end());
   }
   return out;
 }

@@ -56,6 +56,15 @@ struct SteadyState {
   bool usable() const { return !no_steady_state && !slowdown && stats.n > 0; }
 };
 
+// What AnalyzeRun decided about one sample (SteadyState counts them; `run samples` shows each).
+enum class SampleRole {
+  kDeclaredWarmup,  // at or before the workload's warmup_steps (NaN/Inf ones too)
+  kNonFinite,       // NaN/Inf after the declared warm-up: left out
+  kDetectedWarmup,  // finite, before the steady-state window (change-point detection)
+  kSteady,          // in the window the median is taken over
+  kOutlier,         // in the window and counted in its median, but beyond 5 MADs (a warning)
+};
+
 // `samples` in step order. The finite samples after the declared warm-up are cut into about 25
 // windows of equal size (±1, at least 3 samples); with fewer than 8 windows no change point is
 // looked for. A segment (of window medians) needs at least 3 windows to be the last one: a
@@ -66,12 +75,16 @@ struct SteadyState {
 // time with heavy-tailed, autocorrelated noise, stalls and warm-up ramps (bench_steady).
 // NaN/Inf samples are counted in `nonfinite` and left out. When there is no steady state the
 // window falls back to everything after the declared warm-up (and the run is flagged).
+// `roles` (when given) gets one SampleRole per sample of `samples`, in its order.
 SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmup_steps,
-                       Better better);
+                       Better better, std::vector<SampleRole>* roles = nullptr);
 
 // Removes the "skip:<tag>" series (core/metrics.h) from `series` and every metric's samples at
 // the steps they mark (checkpoint saves, evaluations). Returns, per metric, how many samples were
-// left out; "skip:<tag>" keys count the steps each tag marked.
-std::map<std::string, int> DropSkippedSteps(std::map<std::string, std::vector<StepValue>>* series);
+// left out; "skip:<tag>" keys count the steps each tag marked. `left_out` (when given) gets what
+// was removed: per metric its samples at marked steps, and each "skip:<tag>" series itself.
+std::map<std::string, int> DropSkippedSteps(
+    std::map<std::string, std::vector<StepValue>>* series,
+    std::map<std::string, std::vector<StepValue>>* left_out = nullptr);
 
 }  // namespace tunectl

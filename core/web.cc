@@ -40,7 +40,7 @@ bool IsPositiveId(const std::string& s) {
 
 const char* kRoutes =
     "/api/workloads[/NAME[/config|/goal|/regression]], /api/baselines[/ID[/runs]], "
-    "/api/hypotheses/ID, /api/experiments[/ID[/runs]], /api/runs/ID, /api/log, "
+    "/api/hypotheses/ID, /api/experiments[/ID[/runs]], /api/runs/ID[/samples], /api/log, "
     "/api/batches[/ID], /api/schedules, /api/agents, /api/whoami";
 
 }  // namespace
@@ -188,6 +188,10 @@ Result<ApiCall> ResolveApi(const std::string& path, const std::string& query) {
         return not_found();
       }
     }
+  } else if (top == "runs" && n == 3 && parts[2] == "samples") {
+    if (auto st = id("run"); !st.ok()) return st;
+    call = {"run", "samples", {{"id", parts[1]}}};
+    allowed = {"metric", "attempt", "max_points"};  // not a list, but it takes these
   } else if ((top == "hypotheses" || top == "runs") && n == 2) {
     if (auto st = id(top == "runs" ? "run" : "hypothesis"); !st.ok()) return st;
     call = {top == "runs" ? "run" : "hypothesis", "show", {{"id", parts[1]}}};
@@ -228,6 +232,11 @@ Result<ApiCall> ResolveApi(const std::string& path, const std::string& query) {
     if (k == "limit" && !(v == "0" || IsPositiveId(v)))
       return Status::InvalidArgument("query parameter \"limit\": \"" + v +
                                      "\" is not a count; allowed: 0 (all) or a positive integer");
+    if ((k == "attempt" && !IsPositiveId(v)) ||
+        (k == "max_points" && !(v == "0" || IsPositiveId(v))))
+      return Status::InvalidArgument(
+          "query parameter \"" + k + "\": \"" + v + "\" is not a count; allowed: " +
+          (k == "attempt" ? "a positive integer" : "0 (the default) or a positive integer"));
     if (k == "all" && v != "true" && v != "false")
       return Status::InvalidArgument("query parameter \"all\": allowed: true or false");
     call.args[k] = v;

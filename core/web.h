@@ -40,7 +40,8 @@ std::string SafeNext(const std::string& next);
 
 // One `/api/...` path as the read-only CLI command it runs: noun and verb as in `tunectl NOUN
 // VERB`, and its arguments by the name of the CLI's option ("workload", "id", "experiment",
-// "baseline", "param", "state", "since", "limit", "page_token", "all").
+// "baseline", "param", "state", "since", "limit", "page_token", "all", "metric", "attempt",
+// "max_points").
 struct ApiCall {
   std::string noun, verb;
   std::map<std::string, std::string> args;
@@ -60,6 +61,7 @@ struct ApiCall {
 //   /api/experiments/ID                 experiment show ID
 //   /api/experiments/ID/runs            run list --experiment ID
 //   /api/runs/ID                        run show ID
+//   /api/runs/ID/samples                run samples ID           (?metric=&attempt=&max_points=)
 //   /api/log                            log                      (?workload=&param=&since=)
 //   /api/batches, /api/batches/ID       batch list, batch show ID
 //   /api/schedules, /api/agents         schedule list, agent list

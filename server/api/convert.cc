@@ -249,6 +249,46 @@ void ToProto(const RunRow& r, v1::Run* out) {
   }
 }
 
+void ToProto(const RunSamplesRow& r, v1::RunSamples* out) {
+  out->set_run_id(r.run_id);
+  out->set_workload(r.workload);
+  out->set_attempt(r.attempt);
+  out->set_state(r.state);
+  out->set_live(r.live);
+  out->set_max_points(r.max_points);
+  const auto point = [](const SamplePoint& p, v1::SamplePoint* o) {
+    o->set_step(p.step);
+    o->set_value(p.value);
+    o->set_phase(std::string(PhaseName(p.phase)));
+  };
+  for (const auto& m : r.metrics) {
+    auto* pm = out->add_metrics();
+    pm->set_metric(m.metric);
+    pm->set_samples(m.samples);
+    for (const auto& p : m.points) point(p, pm->add_points());
+    pm->set_points_total(m.points_total);
+    pm->set_declared_warmup_steps(m.declared_warmup_steps);
+    pm->set_warmup_samples(m.analysis.declared_warmup + m.analysis.detected_warmup);
+    pm->set_detected_warmup(m.analysis.detected_warmup);
+    pm->set_warmup_end(m.warmup_end.value_or(0));
+    pm->set_steady(m.analysis.steady);
+    pm->set_steady_from(m.steady_from.value_or(0));
+    pm->set_steady_to(m.steady_to.value_or(0));
+    pm->set_median(m.analysis.stats.n > 0 ? m.analysis.stats.median : 0);
+    pm->set_usable(m.analysis.usable());
+    for (const auto& k : m.skipped) {
+      auto* pk = pm->add_skipped();
+      pk->set_step(k.step);
+      pk->set_value(k.value);
+      pk->set_skip_step(k.skip_step);
+      pk->set_tag(k.tag);
+    }
+    pm->set_skipped_total(m.skipped_total);
+    for (const auto& p : m.outliers) point(p, pm->add_outliers());
+    pm->set_outliers_total(m.outliers_total);
+  }
+}
+
 void ToProto(const AgentRow& a, v1::Agent* out) {
   out->set_id(a.id);
   out->set_name(a.name);

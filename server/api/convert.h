@@ -21,6 +21,7 @@ void ToProto(const GoalRow& g, v1::Goal* out);
 void ToProto(const AuditCheck& a, v1::AuditReport* out);
 void ToProto(const AuditExportRow& r, v1::AuditEntry* out);
 void ToProto(const RunRow& r, v1::Run* out);
+void ToProto(const RunSamplesRow& r, v1::RunSamples* out);
 void ToProto(const AgentRow& a, v1::Agent* out);
 void ToProto(const LaunchPlan& p, v1::Assign* out);
 void ToProto(const Change& c, v1::Change* out);

@@ -47,6 +47,8 @@ class TuningServiceImpl final : public v1::TuningService::Service {
   grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,
                         v1::ListRunsResponse*) override;
   grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest*, v1::Run*) override;
+  grpc::Status GetRunSamples(grpc::ServerContext*, const v1::GetRunSamplesRequest*,
+                             v1::RunSamples*) override;
   // Relays the run's output from the agent that holds it (Dispatcher::logs()), following it
   // while the run runs when asked; holds a gRPC thread for as long as the client reads.
   grpc::Status StreamRunLogs(grpc::ServerContext*, const v1::StreamRunLogsRequest*,

@@ -7,6 +7,7 @@
 #include "core/paging.h"
 #include "core/regression.h"
 #include "core/run_logs.h"
+#include "core/run_series.h"
 #include "core/text.h"
 #include "server/api/convert.h"
 #include "server/api/request_limits.h"
@@ -255,6 +256,18 @@ grpc::Status TuningServiceImpl::GetRun(grpc::ServerContext* ctx, const v1::GetRu
   auto r = store_->GetRun(req->id());
   if (!r.ok()) return ToGrpc(r.status());
   if (auto st = ExplainWaits(*store_, schedules_, NowS(), {&*r}); !st.ok()) return ToGrpc(st);
+  ToProto(*r, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status TuningServiceImpl::GetRunSamples(grpc::ServerContext* ctx,
+                                              const v1::GetRunSamplesRequest* req,
+                                              v1::RunSamples* resp) {
+  TUNECTL_AUTHORIZE(GetRunSamples);
+  auto max_points = ResolveMaxPoints(req->max_points());
+  if (!max_points.ok()) return ToGrpc(max_points.status());
+  auto r = store_->GetRunSamples(req->run_id(), req->attempt(), req->metric(), *max_points);
+  if (!r.ok()) return ToGrpc(r.status());
   ToProto(*r, resp);
   return grpc::Status::OK;
 }

@@ -297,6 +297,21 @@ Result<BaselineRow> Store::CancelBaseline(int64_t id, const std::string& actor) 
 
 namespace {
 
+// One attempt's samples per metric in step order, with an empty series for every metric of
+// `launch` (and the run.skip_steps marks as "skip:<tag>" series): what its summary is made of.
+std::map<std::string, std::vector<StepValue>> LoadSeries(pqxx::work& w, int64_t run_id, int attempt,
+                                                         const LaunchRecord& launch) {
+  std::map<std::string, std::vector<StepValue>> series;
+  for (const auto& m : launch.metrics) series[m.name];
+  for (const auto& s : w.exec_params(
+           "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
+           "ORDER BY metric, step",
+           run_id, attempt))
+    series[s["metric"].as<std::string>()].push_back(
+        {s["step"].as<int64_t>(), s["value"].as<double>()});
+  return series;
+}
+
 // Baselines (`where`: SQL over b, with its order and limit) with their run counts and summaries:
 // one query for the rows, one for the summaries of all of them.
 std::vector<BaselineRow> LoadBaselines(pqxx::work& w, const std::string& where) {
@@ -499,14 +514,7 @@ Result<RunRow> Store::GetRun(int64_t id) {
       // Still running: each metric as the samples stored so far give it (the same analysis as at
       // its end), so a user watching it sees its level, not nothing.
       x.live = true;
-      std::map<std::string, std::vector<StepValue>> series;
-      for (const auto& lm : launch->metrics) series[lm.name];
-      for (const auto& s : w.exec_params(
-               "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
-               "ORDER BY metric, step",
-               id, x.attempt))
-        series[s["metric"].as<std::string>()].push_back(
-            {s["step"].as<int64_t>(), s["value"].as<double>()});
+      auto series = LoadSeries(w, id, x.attempt, *launch);
       DropSkippedSteps(&series);
       for (const auto& [metric, values] : series) {
         const SteadyState st = AnalyzeRun(values, launch->warmup_steps, launch->BetterOf(metric));
@@ -527,6 +535,40 @@ Result<RunRow> Store::GetRun(int64_t id) {
         x.metrics.push_back(rm);
       }
     }
+    return x;
+  });
+}
+
+Result<RunSamplesRow> Store::GetRunSamples(int64_t id, int attempt, const std::string& metric,
+                                           int max_points) {
+  return InTx<RunSamplesRow>(pool_, clock_, [&](pqxx::work& w) -> Result<RunSamplesRow> {
+    auto r = w.exec_params(
+        "SELECT w.name AS workload, r.attempt, r.state, r.launch::text AS launch FROM runs r JOIN "
+        "workloads w ON w.id = r.workload_id WHERE r.id = $1",
+        id);
+    if (r.empty()) return Status::NotFound("run " + std::to_string(id) + " not found");
+    RunSamplesRow x;
+    x.run_id = id;
+    x.workload = r[0]["workload"].as<std::string>();
+    x.state = r[0]["state"].as<std::string>();
+    x.max_points = max_points;
+    const int current = std::max(r[0]["attempt"].as<int>(), 1);
+    if (attempt < 0 || attempt > current)
+      return Status::InvalidArgument("attempt: " + std::to_string(attempt) +
+                                     " is not an attempt of run " + std::to_string(id) +
+                                     "; allowed: 1.." + std::to_string(current));
+    x.attempt = attempt == 0 ? current : attempt;
+    const auto state = ParseRunState(x.state);
+    x.live = x.attempt == current && state && IsActive(*state);
+    auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
+    if (!launch.ok())
+      return Status::Internal("run " + std::to_string(id) + ": " + launch.status().message());
+    auto metrics = BuildRunSeries(LoadSeries(w, id, x.attempt, *launch), *launch, metric,
+                                  static_cast<size_t>(max_points));
+    if (!metrics.ok())
+      return Status::InvalidArgument(metrics.status().message() + " (run " + std::to_string(id) +
+                                     ")");
+    x.metrics = std::move(*metrics);
     return x;
   });
 }
@@ -637,18 +679,11 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
     auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
     if (!launch.ok())
       return Status::Internal("run " + std::to_string(run_id) + ": " + launch.status().message());
-    std::map<std::string, std::vector<StepValue>> series;
-    for (const auto& m : launch->metrics) series[m.name];
+    auto series = LoadSeries(w, run_id, attempt, *launch);
     // A profiler trace's summary (profile_*) has a row with the agent's note even when it gave
     // no sample, so `run show` says why.
     for (const auto& [m, note] : res.metric_notes)
       if (m.rfind("profile_", 0) == 0 && !launch->profile.empty()) series[m];
-    for (const auto& s : w.exec_params(
-             "SELECT metric, step, value FROM metric_samples WHERE run_id = $1 AND attempt = $2 "
-             "ORDER BY metric, step",
-             run_id, attempt))
-      series[s["metric"].as<std::string>()].push_back(
-          {s["step"].as<int64_t>(), s["value"].as<double>()});
     // Steps marked by run.skip_steps (checkpoint saves, evaluations) are left out of every metric.
     const std::map<std::string, int> skipped = DropSkippedSteps(&series);
     w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);

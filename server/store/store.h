@@ -22,6 +22,7 @@
 #include "core/lifecycle.h"
 #include "core/metrics.h"
 #include "core/paging.h"
+#include "core/run_series.h"
 #include "core/runs.h"
 #include "core/selector.h"
 #include "core/spec.h"
@@ -125,6 +126,17 @@ struct RunRow {
   std::vector<RunMetricRow> metrics;
   bool live = false;  // metrics computed from the samples so far (GetRun of a running run)
   std::string created_at, started_at, finished_at;
+};
+
+// `run samples`: one attempt's samples per metric with what its summary decided about each
+// (core/run_series.h).
+struct RunSamplesRow {
+  int64_t run_id = 0;
+  std::string workload, state;
+  int attempt = 0;
+  bool live = false;   // the run's current attempt, still active: more samples may come
+  int max_points = 0;  // the bound each metric's points were decimated to
+  std::vector<MetricSeries> metrics;
 };
 
 struct AgentRow {
@@ -504,6 +516,12 @@ class Store {
   // The run's row only (state, attempt, agent, node): no metrics, no live analysis. Cheap enough
   // for a follower to call several times a second.
   Result<RunRow> GetRunHeader(int64_t id);
+  // The samples of attempt `attempt` (0 = the current one) of run `id`, per metric (`metric` ""
+  // = every one), analysed as its summary is and decimated to `max_points` (already resolved:
+  // core's ResolveMaxPoints). NotFound for an unknown run; InvalidArgument naming the field for an
+  // attempt the run has not had or a metric it does not have.
+  Result<RunSamplesRow> GetRunSamples(int64_t id, int attempt, const std::string& metric,
+                                      int max_points);
 
   // Agents
   Result<int64_t> RegisterAgent(const std::string& name, const LabelMap& labels, int slots,

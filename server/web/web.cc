@@ -84,13 +84,17 @@ Result<CliOptions> OptionsOf(const ApiCall& call) {
         return Status::InvalidArgument(k + ": \"" + v + "\" is not an id");
       }
       (k == "id" ? o.id : k == "experiment" ? o.experiment : o.baseline) = n;
-    } else if (k == "limit") {
+    } else if (k == "limit" || k == "attempt" || k == "max_points") {
+      int n = 0;
       try {
-        o.limit = std::stoi(v);
+        n = std::stoi(v);
       } catch (const std::exception&) {
-        return Status::InvalidArgument("limit: \"" + v + "\" is not a count");
+        return Status::InvalidArgument(k + ": \"" + v + "\" is not a count");
       }
-      o.limit_given = true;
+      (k == "limit" ? o.limit : k == "attempt" ? o.attempt : o.max_points) = n;
+      o.limit_given = o.limit_given || k == "limit";
+    } else if (k == "metric") {
+      o.metric = v;
     } else if (k == "page_token") {
       o.page_token = v;
     } else if (k == "param") {

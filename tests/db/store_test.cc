@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <thread>
 
@@ -443,6 +444,76 @@ TEST(Store, ARetriedCreateWithTheSameRequestIdCreatesOnce) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("request_id: \"x y\" is not allowed"));
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM baselines"), "2");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(Store, ARunsSamplesAreAnalysedAsItsSummaryIs) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  int64_t agent = AddAgent(st, "n1");
+  const auto p = (*st.ClaimRuns(agent, {{"pool", "cpu"}}, 1))[0];
+  ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+  std::vector<SampleIn> s;
+  for (int k = 1; k <= 40; ++k) {
+    const double v = k == 20 ? std::nan("") : k == 30 ? 5.0 : 100.0 + (k % 3);
+    s.push_back({"sps", k, v, k});
+    s.push_back({"loss", k, 2.0 - 0.01 * k, k});
+  }
+  s.push_back({"skip:ckpt", 30, 1, 30});  // step 30 is a checkpoint: left out of every metric
+  ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+
+  auto live = st.GetRunSamples(p.run_id, 0, "", 2000);
+  ASSERT_TRUE(live.ok()) << live.status().message();
+  EXPECT_TRUE(live->live);
+  EXPECT_EQ(live->attempt, 1);
+  EXPECT_EQ(live->workload, "demo");
+  ASSERT_EQ(live->metrics.size(), 2u);  // loss, sps (the marks are not a metric)
+
+  ASSERT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 81}, "agent:n1").ok());
+  auto r = st.GetRunSamples(p.run_id, 0, "sps", 2000);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->live);
+  EXPECT_EQ(r->state, "succeeded");
+  ASSERT_EQ(r->metrics.size(), 1u);
+  const MetricSeries& m = r->metrics[0];
+  EXPECT_EQ(m.samples, 40);
+  EXPECT_EQ(m.points_total, 39);  // the NaN is not a point
+  ASSERT_EQ(m.skipped.size(), 2u);
+  EXPECT_EQ(m.skipped[0].step, 20);
+  EXPECT_TRUE(std::isnan(m.skipped[0].value));  // NaN read back from PostgreSQL
+  EXPECT_EQ(m.skipped[1].step, 30);
+  EXPECT_EQ(m.skipped[1].tag, "ckpt");
+  EXPECT_EQ(m.declared_warmup_steps, 2);
+  // the summary FinishRun stored: the same window and median
+  auto run = st.GetRun(p.run_id);
+  ASSERT_EQ(run->metrics[1].metric, "sps");
+  EXPECT_EQ(m.analysis.steady, run->metrics[1].steady);
+  EXPECT_EQ(m.analysis.stats.median, *run->metrics[1].median);
+  ASSERT_TRUE(m.steady_from.has_value());
+  EXPECT_EQ(std::to_string(*m.steady_from),
+            db->Scalar("SELECT steady_from_step FROM run_summaries WHERE metric = 'sps'"));
+  EXPECT_EQ(*m.steady_to, 40);
+
+  auto few = st.GetRunSamples(p.run_id, 1, "loss", 10);
+  ASSERT_TRUE(few.ok());
+  EXPECT_LE(few->metrics[0].points.size(), 10u);
+  EXPECT_EQ(few->metrics[0].points_total, 40);  // step 30 of loss is a point, and skipped
+
+  auto bad_attempt = st.GetRunSamples(p.run_id, 2, "", 2000);
+  EXPECT_EQ(bad_attempt.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(bad_attempt.status().message(), HasSubstr("attempt: 2"));
+  EXPECT_THAT(bad_attempt.status().message(), HasSubstr("allowed: 1..1"));
+  auto bad_metric = st.GetRunSamples(p.run_id, 0, "nope", 2000);
+  EXPECT_EQ(bad_metric.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(bad_metric.status().message(), HasSubstr("loss, sps"));
+  EXPECT_EQ(st.GetRunSamples(p.run_id + 100, 0, "", 2000).status().code(), Status::Code::kNotFound);
 }
 
 }  // namespace

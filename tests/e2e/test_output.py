@@ -33,6 +33,25 @@ run:
   selector: {{pool: cpu}}
 """
 
+# A run whose series has a slow start, a NaN at step 20 and a checkpoint at step 30 (run.skip_steps).
+# (No braces: a workload's command binds {name} placeholders.)
+SERIES_JOB = ("for i in range(1, 61):\n"
+              "    if i == 30: print('saving checkpoint', flush=True)\n"
+              "    v = 'nan' if i == 20 else '%.1f' % ((500 if i <= 3 else 1000) + (i % 5) * 0.5)\n"
+              "    print('rate: %s step %d' % (v, i), flush=True)\n")
+
+SERIES = f"""name: series
+command: ["python3", "-c", {json.dumps(SERIES_JOB)}]
+metrics:
+  rate: {{pattern: 'rate: (?P<value>\\S+) step (?P<step>[0-9]+)', better: higher, role: primary}}
+run:
+  repeats: 1
+  warmup_steps: 2
+  timeout: 2m
+  selector: {{pool: cpu}}
+  skip_steps: {{ckpt: 'saving checkpoint'}}
+"""
+
 
 class OutputE2E(unittest.TestCase):
     @classmethod
@@ -110,6 +129,62 @@ class OutputE2E(unittest.TestCase):
                                            newline="")))
         self.assertEqual(rows[0], ["param", "value"])
         self.assertIn(["workers", "4"], rows)
+
+    def test_run_samples_are_the_runs_series_with_its_summarys_window(self):
+        c = self.c
+        c.cli("workload", "apply", "-f", "-", stdin=SERIES)
+        b = json.loads(c.cli("baseline", "create", "series", "--wait", "-o", "json").stdout)
+        [run] = c.items("run", "list", "--baseline", str(b["id"]))
+        shown = c.json("run", "show", str(run["id"]))
+        doc = c.json("run", "samples", str(run["id"]))
+        self.assertDocument(doc, "RunSamples")
+        self.assertEqual((doc["run_id"], doc["attempt"], doc["live"]), (run["id"], 1, False))
+        [m] = doc["metrics"]
+        self.assertEqual(m["metric"], "rate")
+        self.assertEqual(m["samples"], 60)
+        self.assertEqual(m["points_total"], 59)  # the NaN is not a point; the checkpoint's is
+        self.assertEqual([p["step"] for p in m["points"]], [i for i in range(1, 61) if i != 20])
+        self.assertFalse(m["decimated"])
+        self.assertEqual(m["skipped"], [
+            {"step": 20, "value": None, "reason": "nonfinite", "tag": None},
+            {"step": 30, "value": 1000.0, "reason": "skip_step", "tag": "ckpt"}])
+        # the window and median are the run's summary
+        [summary] = shown["metrics"]
+        self.assertEqual((m["median"], m["steady"]), (summary["median"], summary["steady"]))
+        self.assertEqual(m["declared_warmup_steps"], 2)
+        self.assertEqual(m["steady_to"], 60)
+        self.assertEqual(m["steady_from"], m["warmup_end"] + 1)
+        self.assertEqual(m["detected_warmup"], summary["detected_warmup"])
+        # bounded: min and max per bucket, and it says from how many
+        few = c.json("run", "samples", str(run["id"]), "--max-points", "10")["metrics"][0]
+        self.assertTrue(few["decimated"])
+        self.assertEqual(few["points_total"], 59)
+        self.assertLessEqual(len(few["points"]), 10)
+        self.assertEqual(min(p["value"] for p in few["points"]), 500.5)  # the slow start stays
+        # CSV: raw columns, a row per sample (the NaN's value empty)
+        rows = list(csv.DictReader(io.StringIO(
+            c.cli("run", "samples", str(run["id"]), "-o", "csv").stdout, newline="")))
+        self.assertEqual(len(rows), 60)
+        self.assertEqual(rows[19], {"run_id": str(run["id"]), "attempt": "1", "metric": "rate",
+                                    "step": "20", "value": "", "phase": "skipped",
+                                    "skipped": "nonfinite", "tag": ""})
+        self.assertEqual((rows[29]["value"], rows[29]["skipped"], rows[29]["tag"]),
+                         ("1000", "skip_step", "ckpt"))
+        self.assertEqual(rows[59]["phase"], "steady")
+        # errors: an unknown run is not found (3); a bad value names the field and what is allowed
+        p = c.cli("run", "samples", "999999", check=False)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        p = c.cli("run", "samples", str(run["id"]), "--max-points", "5", check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("max_points: 5", p.stderr)
+        self.assertIn("10..100000", p.stderr)
+        p = c.cli("run", "samples", str(run["id"]), "--metric", "rte", check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('"rte"', p.stderr)
+        self.assertIn("allowed: rate", p.stderr)
+        p = c.cli("run", "samples", str(run["id"]), "--attempt", "3", check=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("attempt: 3", p.stderr)
 
     def test_name_prints_kind_slash_id(self):
         c = self.c

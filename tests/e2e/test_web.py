@@ -158,6 +158,33 @@ class WebE2E(unittest.TestCase):
         e = scope.find_element(By.CSS_SELECTOR, f'[data-field="{name}"]')
         return e.get_attribute("data-value"), e.text
 
+    def check_series(self, d, run):
+        """The run page's series charts against `run samples RUN -o json`: one figure per metric
+        whose data attributes are the document's numbers, drawn by the chart library with a row
+        per step (a value, a left-out sample or both)."""
+        s = self.c.json("run", "samples", str(run))
+        self.assertEqual(s["kind"], "RunSamples")
+        figures = d.find_elements(By.CSS_SELECTOR, "#series figure.series")
+        self.assertEqual([f.get_attribute("data-metric") for f in figures],
+                         [m["metric"] for m in s["metrics"]])
+
+        def attr(f, name):
+            v = f.get_attribute(name)
+            return None if v is None else float(v)
+        for f, m in zip(figures, s["metrics"]):
+            self.assertEqual(int(f.get_attribute("data-points")), len(m["points"]), m["metric"])
+            self.assertEqual(int(f.get_attribute("data-points-total")), m["points_total"])
+            self.assertEqual(f.get_attribute("data-decimated"), "true" if m["decimated"] else "false")
+            for a, k in (("data-warmup-end", "warmup_end"), ("data-steady-from", "steady_from"),
+                         ("data-steady-to", "steady_to"), ("data-median", "median")):
+                self.assertEqual(attr(f, a), m[k], (m["metric"], k))
+            self.assertEqual(int(f.get_attribute("data-skipped")), m["skipped_total"])
+            steps = {p["step"] for p in m["points"]} | {k["step"] for k in m["skipped"]}
+            if steps:
+                self.assertTrue(f.find_elements(By.CSS_SELECTOR, "canvas"), m["metric"])
+                self.assertEqual(int(f.get_attribute("data-rows")), len(steps), m["metric"])
+        return s
+
     # --- tests --------------------------------------------------------------------------------
     def test_a_page_or_api_call_without_a_token_is_refused(self):
         eid = self.experiment_id
@@ -200,6 +227,9 @@ class WebE2E(unittest.TestCase):
         self.assertEqual(d.execute_script("return document.body.dataset.sameDocument"), "yes")
         self.assertEqual(int(self.field(d, "samples")[0]),
                          c.json("run", "show", str(run))["samples"])
+        WebDriverWait(d, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: d.find_element(By.CSS_SELECTOR, "#series figure").get_attribute("data-rows"))
+        self.check_series(d, run)
         self.assertEqual(self.console_errors(), [])
         d = self.open("/workloads/demo", "workload-stability")
         self.assertTrue(d.find_elements(By.CSS_SELECTOR, f'#stability a[href="/runs/{run}"]'))
@@ -212,7 +242,9 @@ class WebE2E(unittest.TestCase):
                           ("/api/workloads/demo/config", ("config", "show", "--workload", "demo")),
                           (f"/api/experiments/{eid}/runs",
                            ("run", "list", "--experiment", str(eid), "--limit", "0")),
-                          ("/api/agents", ("agent", "list"))):
+                          ("/api/agents", ("agent", "list")),
+                          (f"/api/runs/{min(self.slow_ids)}/samples?max_points=20",
+                           ("run", "samples", str(min(self.slow_ids)), "--max-points", "20"))):
             status, headers, body = self.fetch(path, token=self.viewer)
             self.assertEqual(status, 200, body)
             self.assertEqual(headers.get("Content-Type"), "application/json")
@@ -284,6 +316,16 @@ class WebE2E(unittest.TestCase):
                 self.assertEqual(float(raw), m["median"])
                 self.assertTrue(close_to(shown, m["median"]), (shown, m["median"]))
             self.assertEqual(int(self.field(d, "steady:" + m["metric"])[0]), m["steady"])
+        s = self.check_series(d, r["id"])
+        # the chart's window and median are the summary's (run show)
+        by_metric = {m["metric"]: m for m in s["metrics"]}
+        for m in r["metrics"]:
+            self.assertEqual(by_metric[m["metric"]]["median"], m["median"], m["metric"])
+            self.assertEqual(by_metric[m["metric"]]["steady"], m["steady"], m["metric"])
+        primary = by_metric["samples_per_s"]
+        self.assertEqual(primary["declared_warmup_steps"], 20)
+        self.assertGreaterEqual(primary["warmup_end"], 20)
+        self.assertEqual(primary["steady_from"], primary["warmup_end"] + 1)
         if r["stderr_tail"]:
             self.assertIn(r["stderr_tail"].strip()[-40:], d.find_element(By.ID, "stderr").text)
 

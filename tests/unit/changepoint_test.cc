@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -152,6 +153,13 @@ TEST(DropSkippedSteps, RemovesMarkedStepsFromEveryMetric) {
   EXPECT_EQ(series["loss"], (std::vector<StepValue>{{3, 1.9}}));
   EXPECT_EQ(dropped, (std::map<std::string, int>{
                          {"sps", 2}, {"loss", 1}, {"skip:checkpoint", 2}, {"skip:eval", 1}}));
+  std::map<std::string, std::vector<StepValue>> again = {{"sps", {{1, 10}, {2, 1}, {3, 11}}},
+                                                         {"skip:checkpoint", {{2, 1}}}};
+  std::map<std::string, std::vector<StepValue>> left_out;
+  DropSkippedSteps(&again, &left_out);
+  EXPECT_EQ(again["sps"], (std::vector<StepValue>{{1, 10}, {3, 11}}));
+  EXPECT_EQ(left_out, (std::map<std::string, std::vector<StepValue>>{
+                          {"sps", {{2, 1}}}, {"skip:checkpoint", {{2, 1}}}}));
   std::map<std::string, std::vector<StepValue>> none = {{"sps", {{1, 10}}}};
   EXPECT_TRUE(DropSkippedSteps(&none).empty());
   EXPECT_EQ(none["sps"].size(), 1u);
@@ -270,6 +278,39 @@ TEST(AnalyzeRun, NonFiniteSamplesAreCountedAndLeftOut) {
   EXPECT_EQ(n.nonfinite, 2);
   EXPECT_FALSE(n.usable());
   EXPECT_EQ(n.steady_from_step, 0);
+}
+
+TEST(AnalyzeRun, EachSamplesRoleAgreesWithTheCounts) {
+  auto samples = Series(
+      150, [](int i) { return i <= 30 ? 50.0 + i : 100.0; }, 0.01, 3);
+  samples[2].value = std::nan("");  // in the declared warm-up: warm-up, not left out
+  samples[60].value = std::nan("");
+  samples[100].value = 20;  // a stalled step: an outlier, still counted
+  std::vector<SampleRole> roles;
+  const SteadyState s = AnalyzeRun(samples, 5, Better::kHigher, &roles);
+  ASSERT_EQ(roles.size(), samples.size());
+  const auto count = [&](SampleRole r) {
+    return static_cast<int>(std::count(roles.begin(), roles.end(), r));
+  };
+  EXPECT_EQ(count(SampleRole::kDeclaredWarmup), s.declared_warmup);
+  EXPECT_EQ(count(SampleRole::kNonFinite), s.nonfinite);
+  EXPECT_EQ(count(SampleRole::kDetectedWarmup), s.detected_warmup);
+  EXPECT_EQ(count(SampleRole::kSteady) + count(SampleRole::kOutlier), s.steady);
+  EXPECT_EQ(count(SampleRole::kOutlier), s.outliers);
+  EXPECT_EQ(roles[2], SampleRole::kDeclaredWarmup);
+  EXPECT_EQ(roles[60], SampleRole::kNonFinite);
+  EXPECT_EQ(roles[100], SampleRole::kOutlier);
+  EXPECT_GT(s.detected_warmup, 0);
+  // the window is the tail of the finite samples, from steady_from_step on
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const bool in_window = roles[i] == SampleRole::kSteady || roles[i] == SampleRole::kOutlier;
+    if (roles[i] == SampleRole::kNonFinite) continue;
+    EXPECT_EQ(in_window, samples[i].step >= s.steady_from_step) << i;
+  }
+  // the same result with or without the roles
+  const SteadyState plain = AnalyzeRun(samples, 5, Better::kHigher);
+  EXPECT_EQ(plain.steady, s.steady);
+  EXPECT_EQ(plain.stats.median, s.stats.median);
 }
 
 TEST(AnalyzeRun, SteadyFromStepIsWhereTheWindowStarts) {

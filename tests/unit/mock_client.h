@@ -25,6 +25,8 @@ class MockClient : public Client {
               (const v1::ListBaselinesRequest& r), (override));
   MOCK_METHOD((Result<v1::ListRunsResponse>), ListRuns, (const v1::ListRunsRequest& r), (override));
   MOCK_METHOD((Result<v1::Run>), GetRun, (int64_t id), (override));
+  MOCK_METHOD((Result<v1::RunSamples>), GetRunSamples, (const v1::GetRunSamplesRequest& r),
+              (override));
   MOCK_METHOD((Result<v1::ListAgentsResponse>), ListAgents, (), (override));
   MOCK_METHOD((Result<v1::RemoveAgentResponse>), RemoveAgent, (const std::string& name),
               (override));

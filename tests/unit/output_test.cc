@@ -446,3 +446,156 @@ TEST(Output, ListJsonOfABareListIsAKindList) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+// A run's samples as the server sends them: warm-up to step 3, the window 4..8 (an outlier at
+// 7), a NaN at 5, a checkpoint at 6; `decimated`: 3 of 9 points.
+v1::RunSamples SomeSamples(bool decimated = false, bool window = true) {
+  v1::RunSamples r;
+  r.set_run_id(7);
+  r.set_workload("demo");
+  r.set_attempt(2);
+  r.set_state("succeeded");
+  r.set_max_points(2000);
+  auto* m = r.add_metrics();
+  m->set_metric("samples_per_s");
+  m->set_samples(9);
+  m->set_declared_warmup_steps(2);
+  m->set_warmup_samples(window ? 3 : 0);
+  m->set_detected_warmup(1);
+  m->set_warmup_end(3);
+  m->set_steady(window ? 4 : 0);
+  m->set_steady_from(4);
+  m->set_steady_to(8);
+  m->set_median(101.5);
+  m->set_usable(true);
+  const auto point = [](v1::SamplePoint* p, int64_t step, double value, const char* phase) {
+    p->set_step(step);
+    p->set_value(value);
+    p->set_phase(phase);
+  };
+  const std::vector<std::tuple<int64_t, double, const char*>> all = {
+      {1, 50, "warmup"},  {2, 70, "warmup"},   {3, 90, "warmup"}, {4, 100, "steady"},
+      {6, 12, "skipped"}, {7, 250, "outlier"}, {8, 103, "steady"}};
+  for (const auto& [s, v, ph] : all)
+    if (!decimated || s == 1 || s == 6 || s == 7) point(m->add_points(), s, v, ph);
+  m->set_points_total(decimated ? 9 : 7);
+  auto* nan = m->add_skipped();
+  nan->set_step(5);
+  nan->set_value(std::nan(""));
+  auto* ckpt = m->add_skipped();
+  ckpt->set_step(6);
+  ckpt->set_value(12);
+  ckpt->set_skip_step(true);
+  ckpt->set_tag("checkpoint");
+  m->set_skipped_total(2);
+  point(m->add_outliers(), 7, 250, "outlier");
+  m->set_outliers_total(1);
+  return r;
+}
+
+Ran SamplesCommand(const v1::RunSamples& r, const std::string& output) {
+  NiceMock<MockClient> c;
+  EXPECT_CALL(c, GetRunSamples(_)).WillOnce(Return(Result<v1::RunSamples>(r)));
+  CliOptions o;
+  o.output = output;
+  o.id = r.run_id();
+  return RunCommand(c, "run", "samples", o);
+}
+
+TEST(Output, RunSamplesJsonHasThePointsTheWindowAndWhatWasLeftOut) {
+  const Ran ran = SamplesCommand(SomeSamples(), "json");
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  const ojson j = ojson::parse(ran.out);
+  EXPECT_EQ(j["apiVersion"], "tunectl/v1");
+  EXPECT_EQ(j["kind"], "RunSamples");
+  EXPECT_EQ(j["run_id"], 7);
+  EXPECT_EQ(j["attempt"], 2);
+  const ojson& m = j["metrics"][0];
+  EXPECT_EQ(m["metric"], "samples_per_s");
+  EXPECT_EQ(m["points"].size(), 7u);
+  EXPECT_EQ(m["points"][0], ojson({{"step", 1}, {"value", 50.0}}));
+  EXPECT_EQ(m["decimated"], false);
+  EXPECT_EQ(m["warmup_end"], 3);
+  EXPECT_EQ(m["steady_from"], 4);
+  EXPECT_EQ(m["steady_to"], 8);
+  EXPECT_EQ(m["median"], 101.5);
+  EXPECT_EQ(m["skipped"][0],
+            ojson({{"step", 5}, {"value", nullptr}, {"reason", "nonfinite"}, {"tag", nullptr}}));
+  EXPECT_EQ(m["skipped"][1],
+            ojson({{"step", 6}, {"value", 12.0}, {"reason", "skip_step"}, {"tag", "checkpoint"}}));
+  EXPECT_EQ(m["outliers"][0], ojson({{"step", 7}, {"value", 250.0}}));
+}
+
+TEST(Output, RunSamplesWithoutAWindowHaveNullsNotZeros) {
+  const ojson j = ojson::parse(SamplesCommand(SomeSamples(false, false), "json").out);
+  const ojson& m = j["metrics"][0];
+  for (const char* k : {"warmup_end", "steady_from", "steady_to", "median"})
+    EXPECT_TRUE(m[k].is_null()) << k;
+}
+
+TEST(Output, DecimatedRunSamplesSayFromHowMany) {
+  const ojson j = ojson::parse(SamplesCommand(SomeSamples(true), "json").out);
+  EXPECT_EQ(j["metrics"][0]["decimated"], true);
+  EXPECT_EQ(j["metrics"][0]["points_total"], 9);
+  EXPECT_EQ(j["metrics"][0]["points"].size(), 3u);
+  const Ran table = SamplesCommand(SomeSamples(true), "table");
+  EXPECT_THAT(table.out, HasSubstr("3 of 9 points shown (decimated"));
+  EXPECT_THAT(SamplesCommand(SomeSamples(), "table").out, Not(HasSubstr("decimated")));
+}
+
+TEST(Output, RunSamplesTextNamesTheWindowAndWhatWasLeftOut) {
+  const Ran ran = SamplesCommand(SomeSamples(), "table");
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  EXPECT_THAT(ran.out, HasSubstr("warm-up: to step 3"));
+  EXPECT_THAT(ran.out, HasSubstr("steady:  steps 4..8 (4 samples), median 101.5"));
+  EXPECT_THAT(ran.out, HasSubstr("left out (2): step 5 (NaN/Inf), step 6 (skip_steps checkpoint)"));
+  EXPECT_THAT(ran.out, HasSubstr("outliers beyond 5 MADs, counted (1): step 7"));
+  EXPECT_THAT(ran.out, HasSubstr("STEP"));
+}
+
+TEST(Output, RunSamplesCsvIsOneRowPerSampleWithItsPhase) {
+  const Ran ran = SamplesCommand(SomeSamples(), "csv");
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out,
+            "run_id,attempt,metric,step,value,phase,skipped,tag\r\n"
+            "7,2,samples_per_s,1,50,warmup,,\r\n"
+            "7,2,samples_per_s,2,70,warmup,,\r\n"
+            "7,2,samples_per_s,3,90,warmup,,\r\n"
+            "7,2,samples_per_s,4,100,steady,,\r\n"
+            "7,2,samples_per_s,5,,skipped,nonfinite,\r\n"
+            "7,2,samples_per_s,6,12,skipped,skip_step,checkpoint\r\n"
+            "7,2,samples_per_s,7,250,outlier,,\r\n"
+            "7,2,samples_per_s,8,103,steady,,\r\n");
+}
+
+TEST(Output, RunSamplesHaveNoName) {
+  const Ran ran = SamplesCommand(SomeSamples(), "name");
+  EXPECT_EQ(ran.code, 2);
+  EXPECT_THAT(ran.err, HasSubstr("-o name"));
+}
+
+TEST(Output, RunSamplesPassTheFlagsAndAnUnknownRunIsExit3) {
+  NiceMock<MockClient> c;
+  EXPECT_CALL(c, GetRunSamples(_))
+      .WillOnce([](const v1::GetRunSamplesRequest& r) -> Result<v1::RunSamples> {
+        EXPECT_EQ(r.run_id(), 99);
+        EXPECT_EQ(r.metric(), "loss");
+        EXPECT_EQ(r.attempt(), 1);
+        EXPECT_EQ(r.max_points(), 50);
+        return Status::NotFound("run 99 not found");
+      });
+  CliOptions o;
+  o.id = 99;
+  o.metric = "loss";
+  o.attempt = 1;
+  o.max_points = 50;
+  const Ran ran = RunCommand(c, "run", "samples", o);
+  EXPECT_EQ(ran.code, 3);
+  EXPECT_THAT(ran.err, HasSubstr("run 99 not found"));
+}
+
+}  // namespace
+}  // namespace tunectl

@@ -92,6 +92,15 @@ TEST(Web, ResolvesEachApiPathToItsReadCommand) {
   EXPECT_EQ(c->args.at("param"), "num_workers");
   EXPECT_EQ(c->args.at("since"), "30d");
 
+  c = ResolveApi("/api/runs/9/samples", "metric=samples_per_s&attempt=2&max_points=500");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->noun, "run");
+  EXPECT_EQ(c->verb, "samples");
+  EXPECT_EQ(
+      c->args,
+      (std::map<std::string, std::string>{
+          {"id", "9"}, {"metric", "samples_per_s"}, {"attempt", "2"}, {"max_points", "500"}}));
+
   for (const auto& [path, noun, verb] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"/api/workloads", "workload", "list"},
@@ -141,6 +150,14 @@ TEST(Web, RefusesWhatIsNotARoute) {
   EXPECT_THAT(bad_limit.status().message(), HasSubstr("limit"));
   EXPECT_FALSE(ResolveApi("/api/agents", "state=x").ok());
   EXPECT_FALSE(ResolveApi("/api/workloads", "all=maybe").ok());
+  auto bad_attempt = ResolveApi("/api/runs/9/samples", "attempt=0");
+  ASSERT_FALSE(bad_attempt.ok());
+  EXPECT_THAT(bad_attempt.status().message(), HasSubstr("\"attempt\": \"0\""));
+  auto bad_points = ResolveApi("/api/runs/9/samples", "max_points=lots");
+  ASSERT_FALSE(bad_points.ok());
+  EXPECT_THAT(bad_points.status().message(), HasSubstr("\"max_points\": \"lots\""));
+  EXPECT_FALSE(ResolveApi("/api/runs/9/samples", "limit=3").ok());  // not a list
+  EXPECT_FALSE(ResolveApi("/api/runs/x/samples", "").ok());
 }
 
 TEST(Web, MapsExitCodesToHttpStatuses) {

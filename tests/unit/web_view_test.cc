@@ -118,6 +118,32 @@ TEST(WebView, TheApiAnswersTheClisJsonWithTheRequestsToken) {
   EXPECT_EQ(clients.tokens, (std::vector<std::string>{"tct_cookie", "tct_header"}));
 }
 
+TEST(WebView, ARunsSamplesRoutePassesItsQueryAsTheCommandsFlags) {
+  Clients clients;
+  clients.setup = [](MockClient& c) {
+    EXPECT_CALL(c, GetRunSamples(_))
+        .WillOnce([](const v1::GetRunSamplesRequest& r) -> Result<v1::RunSamples> {
+          EXPECT_EQ(r.run_id(), 5);
+          EXPECT_EQ(r.metric(), "loss");
+          EXPECT_EQ(r.attempt(), 2);
+          EXPECT_EQ(r.max_points(), 50);
+          v1::RunSamples s;
+          s.set_run_id(5);
+          return s;
+        });
+  };
+  WebView web(clients.Factory(), {});
+  auto r =
+      web.Handle(Get("/api/runs/5/samples?metric=loss&attempt=2&max_points=50", "tunectl_token=t"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(nlohmann::json::parse(r->body)["kind"], "RunSamples");
+  auto bad = web.Handle(Get("/api/runs/5/samples?max_points=x", "tunectl_token=t"));
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(nlohmann::json::parse(bad->body)["message"].get<std::string>(),
+              HasSubstr("max_points"));
+}
+
 TEST(WebView, ACommandsFailureKeepsItsMeaning) {
   Clients clients;
   clients.setup = [](MockClient& c) {

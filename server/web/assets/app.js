@@ -439,7 +439,9 @@ function drawArms(e, m, runs) {
 }
 
 async function pageRun(id) {
-  const r = await api('/api/runs/' + id);
+  const [r, samples] = await Promise.all([
+    api('/api/runs/' + id),
+    api('/api/runs/' + id + '/samples').catch(e => ({error: e.message}))]);
   const live = r.state === 'running' || r.state === 'assigned' || r.state === 'queued';
   const owner = r.experiment_id ? link('/experiments/' + r.experiment_id, 'experiment ' + r.experiment_id + ' (' + r.arm + ')')
               : r.baseline_id ? 'baseline ' + r.baseline_id + (r.purpose ? ' (' + r.purpose + ')' : '') : '–';
@@ -463,13 +465,94 @@ async function pageRun(id) {
         num(m.max, 'max:' + m.metric), el('td', {}, m.usable ? 'yes' : 'no'), el('td', {}, m.source || 'log'))), {id: 'run-metrics'}),
     el('p', {class: 'legend-note'}, 'The steady window is the samples after the warm-up (declared or detected) that the median is taken over; ' +
        'profiler shares appear as metrics from a profile: source.'),
+    el('h2', {}, 'Series over steps' + (samples.live ? ' (so far)' : '')),
+    samples.error ? el('p', {class: 'error', id: 'series-error'}, samples.error)
+                  : el('div', {id: 'series'}, samples.metrics.map(seriesFigure)),
     profilerShares(r),
     el('h2', {}, 'Health warnings'),
     warnings.length ? el('ul', {id: 'warnings'}, warnings.map(w => el('li', {}, w))) : el('p', {class: 'muted', id: 'warnings'}, 'none'),
     el('h2', {}, 'stderr (tail)'),
     r.stderr_tail ? el('pre', {class: 'stderr', id: 'stderr'}, r.stderr_tail) : el('p', {class: 'muted', id: 'stderr'}, 'empty'));
+  if (!samples.error) for (const m of samples.metrics) drawSeries(m);
   stamp(live);
   if (live) poll(() => pageRun(id), 2000);
+}
+
+// One metric of `run samples` (the CLI's -o json): the figure carries the document's numbers in
+// data attributes (for tests and copying); the chart is drawn into it by drawSeries.
+function seriesFigure(m) {
+  const nan = m.skipped.filter(k => k.reason === 'nonfinite').length;
+  const note = [
+    m.warmup_end !== null ? 'warm-up to step ' + m.warmup_end + ' (grey)' : 'no warm-up',
+    m.steady_from !== null ? 'steady window steps ' + m.steady_from + '–' + m.steady_to +
+      ' (blue), median ' + fmt(m.median) + ' (line)' : 'no steady window',
+    m.skipped_total ? m.skipped_total + ' left out (red' + (nan ? '; NaN/Inf drawn at the median' : '') + ')' : null,
+    m.outliers_total ? m.outliers_total + ' outlier(s) beyond 5 MADs, counted (orange)' : null,
+    m.decimated ? m.points.length + ' of ' + m.points_total + ' points shown (the lowest and highest of each bucket)' : null,
+  ].filter(x => x).join(' · ');
+  return el('figure', {class: 'series', 'data-metric': m.metric, 'data-points': m.points.length,
+                       'data-points-total': m.points_total, 'data-decimated': m.decimated ? 'true' : 'false',
+                       'data-warmup-end': m.warmup_end, 'data-steady-from': m.steady_from,
+                       'data-steady-to': m.steady_to, 'data-median': m.median,
+                       'data-skipped': m.skipped_total, 'data-outliers': m.outliers_total},
+    el('h3', {}, m.metric),
+    el('div', {class: 'series-legend', id: 'series-legend-' + m.metric}),
+    el('div', {class: 'chart small', id: 'series-chart-' + m.metric}),
+    el('figcaption', {class: 'legend-note'}, note));
+}
+
+function drawSeries(m) {
+  const div = document.getElementById('series-chart-' + m.metric);
+  if (!div) return;
+  if (!chartReady() || (!m.points.length && !m.skipped.length)) {
+    div.replaceChildren(el('p', {class: 'muted'}, m.points.length ? 'chart library not loaded' : 'no samples yet'));
+    return;
+  }
+  // One row per step: the value, a left-out sample, an outlier (dygraph wants rows in x order).
+  const rows = new Map();
+  const row = step => {
+    if (!rows.has(step)) rows.set(step, [step, null, null, null]);
+    return rows.get(step);
+  };
+  for (const p of m.points) row(p.step)[1] = p.value;
+  const values = m.points.map(p => p.value);
+  const nanAt = m.median !== null ? m.median : values.length ? Math.min(...values) : 0;
+  for (const k of m.skipped) row(k.step)[2] = k.value === null ? nanAt : k.value;
+  for (const o of m.outliers) row(o.step)[3] = o.value;
+  const data = [...rows.values()].sort((a, b) => a[0] - b[0]);
+  const clamp = (area, x) => Math.max(area.x, Math.min(area.x + area.w, x));
+  const first = data[0][0], last = data[data.length - 1][0], pad = Math.max(0.5, (last - first) * 0.01);
+  const g = new Dygraph(div, data, {
+    dateWindow: [first - pad, last + pad],
+    labelsDiv: document.getElementById('series-legend-' + m.metric),
+    labels: ['step', m.metric, 'left out', 'outlier (counted)'],
+    colors: ['#2b6cb0', '#c53030', '#d97706'],
+    connectSeparatedPoints: true, strokeWidth: 1, drawPoints: data.length <= 300, pointSize: 2,
+    series: {'left out': {strokeWidth: 0, drawPoints: true, pointSize: 4},
+             'outlier (counted)': {strokeWidth: 0, drawPoints: true, pointSize: 4}},
+    xlabel: 'step', legend: 'always',
+    axes: {y: {axisLabelWidth: 64, axisLabelFormatter: fmt}},
+    underlayCallback: (ctx, area, gr) => {
+      if (m.warmup_end !== null) {
+        const b = clamp(area, gr.toDomXCoord(m.warmup_end + 0.5));
+        ctx.fillStyle = 'rgba(160,174,192,0.30)';
+        ctx.fillRect(area.x, area.y, b - area.x, area.h);
+      }
+      if (m.steady_from !== null) {
+        const a = clamp(area, gr.toDomXCoord(m.steady_from - 0.5)), b = clamp(area, gr.toDomXCoord(m.steady_to + 0.5));
+        ctx.fillStyle = 'rgba(43,108,176,0.10)';
+        ctx.fillRect(a, area.y, b - a, area.h);
+      }
+      if (m.median !== null) {
+        const py = gr.toDomYCoord(m.median);
+        ctx.strokeStyle = 'rgba(29,35,48,0.8)';
+        ctx.setLineDash([6, 3]);
+        ctx.beginPath(); ctx.moveTo(area.x, py); ctx.lineTo(area.x + area.w, py); ctx.stroke();
+        ctx.setLineDash([]);
+      }
+    },
+  });
+  div.closest('figure').setAttribute('data-rows', String(g.numRows()));
 }
 
 // The profiler's shares of a step (profile_*_pct samples, docs/metric_sources.md) as bars; nothing
