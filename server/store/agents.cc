@@ -275,21 +275,33 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     // The oldest queued runs some agent here could take: a selector one of them satisfies, a
     // window open long enough, not kept on another server's agent, and no more of the runs kept
     // on one of these agents than it has free slots (so they cannot crowd out the others).
-    // Runs already picked in an earlier round of this pass ($6) are left out.
+    // Runs already picked in an earlier round of this pass ($6) are left out. Free runs and kept
+    // runs are found apart: free ones in id order up to a limit (never the whole queue, and a plan
+    // that stays cheap once PostgreSQL switches to a generic plan), kept ones through their
+    // experiment's agent. The free part takes twice the limit so runs another server has locked
+    // (SKIP LOCKED) do not cut the answer short.
+    static const char kFreeRunFilter[] =
+        "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 FROM "
+        "jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR "
+        "COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)";
     w.conn().prepare(
         "tunectl_claim_candidates",
-        "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, free)), c AS "
-        "(SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn "
-        "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id "
-        "= e.agent_id AND p.connected AND p.unhealthy = '' WHERE r.state = 'queued' AND (p.id IS "
-        "NULL OR p.id = ANY($1::bigint[])) AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 "
-        "FROM jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL "
-        "OR COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)) SELECT "
-        "r.id AS id, r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, "
-        "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c JOIN "
-        "runs r ON r.id = c.id LEFT JOIN f ON f.agent_id = c.pinned WHERE r.state = 'queued' AND "
-        "(c.pinned IS NULL OR c.rn <= f.free) ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP "
-        "LOCKED");
+        std::string("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, "
+                    "free)), free_runs AS (SELECT r.id, NULL::bigint AS pinned FROM runs r LEFT "
+                    "JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id = "
+                    "e.agent_id AND p.connected AND p.unhealthy = '' WHERE p.id IS NULL AND ") +
+            kFreeRunFilter +
+            " ORDER BY r.id LIMIT 2 * $5), kept AS (SELECT r.id, p.id AS pinned, row_number() "
+            "OVER (PARTITION BY p.id ORDER BY r.id) AS rn FROM agents p JOIN experiments e ON "
+            "e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id WHERE p.id = "
+            "ANY($1::bigint[]) AND p.connected AND p.unhealthy = '' AND " +
+            kFreeRunFilter +
+            "), c AS (SELECT id, pinned FROM free_runs UNION ALL SELECT k.id, k.pinned FROM kept "
+            "k JOIN f ON f.agent_id = k.pinned WHERE k.rn <= f.free) SELECT r.id AS id, "
+            "r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, "
+            "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c "
+            "JOIN runs r ON r.id = c.id WHERE r.state = 'queued' ORDER BY r.id LIMIT $5 FOR "
+            "UPDATE OF r SKIP LOCKED");
     // Rounds: the candidates are the oldest runs any free agent could take, as many as the free
     // slots (+16); when those fit only some of the agents (the oldest runs all want one pool),
     // the next round asks again for the agents still free alone, so a run only they can take (a
