@@ -279,7 +279,8 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     // runs are found apart: free ones in id order up to a limit (never the whole queue, and a plan
     // that stays cheap once PostgreSQL switches to a generic plan), kept ones through their
     // experiment's agent. The free part takes twice the limit so runs another server has locked
-    // (SKIP LOCKED) do not cut the answer short.
+    // (SKIP LOCKED) do not cut the answer short. MATERIALIZED: each part runs once, whatever the
+    // planner believes of the queue's size (stale statistics had it re-run per queued run).
     static const char kFreeRunFilter[] =
         "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 FROM "
         "jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR "
@@ -287,16 +288,19 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     w.conn().prepare(
         "tunectl_claim_candidates",
         std::string("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, "
-                    "free)), free_runs AS (SELECT r.id, NULL::bigint AS pinned FROM runs r LEFT "
+                    "free)), free_runs AS MATERIALIZED (SELECT r.id, NULL::bigint AS pinned FROM "
+                    "runs r LEFT "
                     "JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id = "
                     "e.agent_id AND p.connected AND p.unhealthy = '' WHERE p.id IS NULL AND ") +
             kFreeRunFilter +
-            " ORDER BY r.id LIMIT 2 * $5), kept AS (SELECT r.id, p.id AS pinned, row_number() "
+            " ORDER BY r.id LIMIT 2 * $5), kept AS MATERIALIZED (SELECT r.id, p.id AS pinned, "
+            "row_number() "
             "OVER (PARTITION BY p.id ORDER BY r.id) AS rn FROM agents p JOIN experiments e ON "
             "e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id WHERE p.id = "
             "ANY($1::bigint[]) AND p.connected AND p.unhealthy = '' AND " +
             kFreeRunFilter +
-            "), c AS (SELECT id, pinned FROM free_runs UNION ALL SELECT k.id, k.pinned FROM kept "
+            "), c AS MATERIALIZED (SELECT id, pinned FROM free_runs UNION ALL SELECT k.id, "
+            "k.pinned FROM kept "
             "k JOIN f ON f.agent_id = k.pinned WHERE k.rn <= f.free) SELECT r.id AS id, "
             "r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, "
             "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c "
