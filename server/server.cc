@@ -295,7 +295,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, LogFn l
   }
   auto transport = MakeTransport(opts, data_dir, log);
   if (!transport.ok()) return transport.status();
-  s->auth_ = std::make_unique<Authorizer>(s->store_.get());
+  s->auth_ = std::make_unique<Authorizer>(s->store_.get(), s->clock_.get());
   s->tuning_ = std::make_unique<TuningServiceImpl>(
       s->store_.get(), s->dispatcher_.get(), s->clock_.get(), s->auth_.get(), s->audit_key_.get());
   AgentServiceOptions aopts;

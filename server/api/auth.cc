@@ -22,6 +22,7 @@ Result<Identity> Authorizer::Check(const grpc::ServerContextBase* ctx, std::stri
       if (!who) why_none = "the token is unknown or revoked";
     }
   }
+  FlushOverdue();
   Status decision = Authorize(who, method, why_none);
   if (decision.ok()) return *who;
   return Refuse(decision, who ? ActorOf(*who) : "anonymous", method, ctx->peer());
@@ -29,11 +30,38 @@ Result<Identity> Authorizer::Check(const grpc::ServerContextBase* ctx, std::stri
 
 Status Authorizer::Refuse(const Status& refusal, const std::string& actor, std::string_view method,
                           const std::string& peer) {
+  RefusalBudget::Admit admit;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    admit = budget_.Refused(actor + "\n" + PeerHost(peer) + "\n" + std::string(method),
+                            clock_->SteadyMs());
+  }
+  if (!admit.record) return refusal;  // counted; its source's count is recorded later
   // A refusal that cannot be written is still a refusal; the caller learns the database is down.
-  if (auto st = store_->AuditRefusal(actor, std::string(method), refusal.message(), peer); !st.ok())
+  if (auto st = store_->AuditRefusal(actor, std::string(method), refusal.message(), peer,
+                                     admit.suppressed);
+      !st.ok())
     return Status::Unavailable("refused (" + refusal.message() +
                                "), and the refusal could not be audited: " + st.message());
   return refusal;
+}
+
+void Authorizer::FlushOverdue() {
+  const int64_t now = clock_->SteadyMs();
+  int64_t next = next_flush_ms_.load();
+  if (now < next || !next_flush_ms_.compare_exchange_strong(next, now + 1000)) return;
+  std::vector<RefusalBudget::Overdue> overdue;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    overdue = budget_.TakeOverdue(now);
+  }
+  for (const auto& o : overdue) {
+    const size_t a = o.source.find('\n'), b = o.source.find('\n', a + 1);
+    // Best effort: a count that cannot be written now is not worth failing a call for.
+    (void)store_->AuditRefusal(o.source.substr(0, a), o.source.substr(b + 1),
+                               "refusals beyond the audit budget, counted",
+                               o.source.substr(a + 1, b - a - 1), o.suppressed);
+  }
 }
 
 bool CallIsTls(const grpc::ServerContextBase* ctx) {

@@ -640,9 +640,10 @@ class Store {
   // Whether any live admin token exists (the server makes one at start when not).
   Result<bool> HasLiveAdmin();
   // An audit event for a refused call: kind auth.refused, the method and why, by `actor` (the
-  // token's identity, or "anonymous" with the peer).
+  // token's identity, or "anonymous" with the peer); `suppressed` > 0: how many refusals of this
+  // source before it were counted instead of recorded (detail suppressed_before).
   Status AuditRefusal(const std::string& actor, const std::string& method,
-                      const std::string& reason, const std::string& peer);
+                      const std::string& reason, const std::string& peer, int64_t suppressed = 0);
   Result<Paged<LogRow>> ListLog(const std::string& workload, const std::string& param,
                                 const Page& page = Page());
 

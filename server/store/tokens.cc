@@ -106,10 +106,11 @@ Result<bool> Store::HasLiveAdmin() {
 }
 
 Status Store::AuditRefusal(const std::string& actor, const std::string& method,
-                           const std::string& reason, const std::string& peer) {
+                           const std::string& reason, const std::string& peer, int64_t suppressed) {
   auto r = InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
-    Audit(w, actor, "auth.refused", "rpc", 0,
-          {{"method", method}, {"reason", reason}, {"peer", peer}});
+    json detail = {{"method", method}, {"reason", reason}, {"peer", peer}};
+    if (suppressed > 0) detail["suppressed_before"] = suppressed;
+    Audit(w, actor, "auth.refused", "rpc", 0, detail);
     return true;
   });
   return r.ok() ? Status::Ok() : r.status();

@@ -18,6 +18,8 @@
 
 #include "core/auth.h"
 #include "core/client_config.h"
+#include "core/clock.h"
+#include "server/api/auth.h"
 #include "server/server.h"
 #include "tests/db/test_db.h"
 #include "tunectl/v1/tunectl.grpc.pb.h"
@@ -119,6 +121,42 @@ TEST(AuthMatrix, EveryRpcTimesEveryRoleIsAllowedOrRefusedAsTheTableSays) {
 
 // With --db, the first server on a database writes a working admin context; a second one on
 // the same database (a fleet) makes no token and revokes nothing.
+TEST(AuthRefusals, AFloodIsRecordedUpToItsBudgetThenAsACount) {
+  TUNECTL_TEST_DB(db);
+  ManualClock clock(1'000'000);
+  RefusalBudgetOptions budget;
+  budget.per_window = 3;
+  Authorizer auth(&db->store(), &clock, budget);
+  const Status no = Status::Unauthenticated("no token");
+  const std::string method = "/tunectl.v1.TuningService/ListLog";
+  for (int i = 0; i < 20; ++i) {  // one host, many ports: one source
+    const Status st =
+        auth.Refuse(no, "anonymous", method, "ipv4:10.1.2.3:" + std::to_string(40000 + i));
+    EXPECT_EQ(st.code(), Status::Code::kUnauthenticated);  // refused either way
+  }
+  EXPECT_FALSE(
+      auth.Refuse(no, "anonymous", "/tunectl.v1.TuningService/WhoAmI", "ipv4:10.1.2.3:1").ok());
+  const std::string count = "SELECT count(*) FROM audit_events WHERE kind = 'auth.refused'";
+  EXPECT_EQ(db->Scalar(count), "4");  // 3 of ListLog, 1 of WhoAmI
+  // The next window's first refusal carries the count of those left out.
+  clock.Advance(60'000);
+  EXPECT_FALSE(auth.Refuse(no, "anonymous", method, "ipv4:10.1.2.3:50000").ok());
+  EXPECT_EQ(db->Scalar("SELECT detail->>'suppressed_before' FROM audit_events WHERE kind = "
+                       "'auth.refused' ORDER BY id DESC LIMIT 1"),
+            "17");
+  // A source that went quiet: its count is recorded once its window is over.
+  for (int i = 0; i < 5; ++i)
+    EXPECT_FALSE(auth.Refuse(no, "anonymous", method, "ipv4:10.9.9.9:1").ok());
+  EXPECT_EQ(db->Scalar(count), "8");
+  clock.Advance(61'000);
+  auth.FlushOverdue();
+  EXPECT_EQ(db->Scalar("SELECT detail->>'peer' || ' ' || (detail->>'suppressed_before') FROM "
+                       "audit_events WHERE kind = 'auth.refused' ORDER BY id DESC LIMIT 1"),
+            "ipv4:10.9.9.9 2");
+  auth.FlushOverdue();  // once
+  EXPECT_EQ(db->Scalar(count), "9");
+}
+
 TEST(LocalAdmin, WithAnExternalDatabaseOnlyTheFirstServerMakesAnAdminToken) {
   TUNECTL_TEST_DB(db);
   char dir[] = "/tmp/tunectl-localadmin-XXXXXX";
