@@ -131,8 +131,9 @@ class WebE2E(unittest.TestCase):
         d.get(self.base + "/login?next=/")
         d.find_element(By.ID, "token").send_keys(self.viewer)
         d.find_element(By.ID, "login-submit").click()
-        WebDriverWait(d, 20).until(lambda d: d.find_element(By.TAG_NAME, "body")
-                                   .get_attribute("data-loaded"))
+        # The click navigates: a body found on the login page may be gone before it is read.
+        WebDriverWait(d, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded"))
         self.console_errors()  # drained
 
     def open(self, path, shot):
