@@ -1,8 +1,9 @@
 """End to end in a real browser (headless Chromium through chromedriver, Debian's python3-selenium):
 after a real baseline, an experiment, its freeze and a series that slows down part-way, every page
 of the web view loads without a console error and shows the numbers `-o json` shows (read from the
-DOM), the regression page marks the first slow run, the API answers exactly the CLI's `-o json`,
-and a page or API call without a token is refused. Screenshots of each page are saved as test
+DOM), the regression page marks the first slow run, a batch's page is live while it runs and
+then shows each member's p and adjusted p, the API answers exactly the CLI's `-o json`, and a page
+or API call without a token is refused. Screenshots of each page are saved as test
 artifacts in $TUNECTL_ARTIFACTS_DIR (default <build>/artifacts/web).
 
 Run with Debian's python3 (/usr/bin/python3), which has selenium; CI's python3 on PATH may not."""
@@ -131,8 +132,9 @@ class WebE2E(unittest.TestCase):
         d.get(self.base + "/login?next=/")
         d.find_element(By.ID, "token").send_keys(self.viewer)
         d.find_element(By.ID, "login-submit").click()
-        WebDriverWait(d, 20).until(lambda d: d.find_element(By.TAG_NAME, "body")
-                                   .get_attribute("data-loaded"))
+        # The click navigates: a body found on the login page may be gone before it is read.
+        WebDriverWait(d, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-loaded"))
         self.console_errors()  # drained
 
     def open(self, path, shot):
@@ -184,6 +186,47 @@ class WebE2E(unittest.TestCase):
                 self.assertTrue(f.find_elements(By.CSS_SELECTOR, "canvas"), m["metric"])
                 self.assertEqual(int(f.get_attribute("data-rows")), len(steps), m["metric"])
         return s
+
+    def check_batch(self, d, b):
+        """The batch page against `batch show -o json` (`b`): its state and correction, and per
+        member, in order, the link to its experiment, its state, runs, primary effect, p, adjusted
+        p and the decisions before and after the correction."""
+        self.assertEqual(d.find_element(By.ID, "batch-state").get_attribute("data-value"), b["state"])
+        corr = d.find_element(By.ID, "correction")
+        self.assertEqual(corr.get_attribute("data-value"), b["correction"])
+        self.assertEqual(corr.text, {"holm": "Holm", "bh": "Benjamini-Hochberg"}[b["correction"]])
+        rows = d.find_elements(By.CSS_SELECTOR, "#batch-members tbody tr")
+        self.assertEqual([int(r.get_attribute("data-experiment")) for r in rows],
+                         [e["id"] for e in b["experiments"]])
+        for row, e in zip(rows, b["experiments"]):
+            i = e["id"]
+            self.assertTrue(row.find_elements(By.CSS_SELECTOR, f'a[href="/experiments/{i}"]'), i)
+            self.assertEqual(self.field(row, f"state:{i}")[0], e["state"])
+            self.assertEqual(self.field(row, f"runs:{i}")[1], f'{e["runs"]["done"]}/{e["runs"]["total"]}')
+            raw, shown = self.field(row, f"decision:{i}")
+            self.assertEqual(raw, e["decision"] or "", i)
+            self.assertIn(e["decision"] or "–", shown)
+            adjusted = row.find_element(By.CSS_SELECTOR, f'[data-field="decision:{i}"]')
+            self.assertEqual(adjusted.get_attribute("data-adjusted"), e["adjusted_decision"] or "", i)
+            alone = e["correction"]["unadjusted_decision"] if e["correction"] else None
+            self.assertEqual(self.field(row, f"unadjusted_decision:{i}")[0], alone or "", i)
+            primary = [m for m in e["metrics"] if m["metric"] == e["primary"]]
+            ratio = primary[0]["ratio"] if primary else None
+            raw, shown = self.field(row, f"ratio:{i}")
+            if ratio is None:
+                self.assertEqual(raw, "", i)
+            else:  # shown as the effect in percent with one decimal: "-51.5%"
+                self.assertEqual(float(raw), ratio, i)
+                pct = float(re.search(r"[-+][0-9]+\.[0-9]", shown).group(0))
+                self.assertLessEqual(abs(pct - (ratio - 1) * 100), 0.051, (shown, ratio))
+            p = primary[0]["p_value"] if primary else None
+            for name, exact in ((f"p:{i}", p), (f"adjusted_p:{i}", e["adjusted_p"])):
+                raw, shown = self.field(row, name)
+                if exact is None:
+                    self.assertEqual((raw, shown), ("", "–"), name)
+                    continue
+                self.assertEqual(float(raw), exact, name)
+                self.assertTrue(close_to(shown, exact), (name, shown, exact))
 
     # --- tests --------------------------------------------------------------------------------
     def test_a_page_or_api_call_without_a_token_is_refused(self):
@@ -341,7 +384,6 @@ class WebE2E(unittest.TestCase):
         agents = self.c.items("agent", "list")
         d = self.open("/agents", "agents")
         self.assertEqual(int(self.field(d, "slots:node-1")[0]), agents[0]["slots"])
-        self.open("/batches", "batches")
         schedules = self.c.items("schedule", "list")
         d = self.open("/schedules", "schedules")
         rows = d.find_elements(By.CSS_SELECTOR, "#schedules tbody tr")
@@ -396,6 +438,60 @@ class WebE2E(unittest.TestCase):
             shutil.copy(os.path.join(ARTIFACTS, "regression.png"), os.path.join(out, "web-regression.png"))
             self.open(f"/experiments/{self.experiment_id}", "experiment")
             shutil.copy(os.path.join(ARTIFACTS, "experiment.png"), os.path.join(out, "web-experiment.png"))
+
+    def test_the_running_batch_page_goes_live_to_its_corrected_members(self):
+        """A real batch of two members: its page is live while it runs and then shows each
+        member's p and adjusted p as `batch show -o json` has them. (Named to run last: its
+        interleaved controls join the series of v2 the regression page is checked on.)"""
+        c = self.c
+        self.sign_in()
+        # v2 (the freeze) loads with 4 threads; 0 (the main thread loads every batch) and 1 are
+        # both clearly slower, so each member stops at the sequential design's first look, after
+        # 4 usable pairs, with a real p. A cap of 6 leaves room for runs a loaded machine makes
+        # unsteady (the analysis leaves them out). --repeats 2 or 3 would save a few runs but
+        # rarely decide anything: a decision needs 3 usable pairs (4 at a cap of 4 or more), and
+        # short of that every member's p and adjusted p are 1.
+        b = json.loads(c.cli("batch", "create", "--vary", "num_workers=0,1", "--repeats", "6",
+                             "-o", "json").stdout)
+        bid = b["id"]
+        self.assertEqual(len(b["experiments"]), 2)
+        # While it runs (its 16+ runs take ~20 s): the list and the page say so. A state read by
+        # the CLI after the page was drawn is "running" only if the page's was too.
+        d = self.open("/batches", "batches-running")
+        row = d.find_element(By.CSS_SELECTOR, f'#batches tr[data-batch="{bid}"]')
+        listed = self.field(row, f"state:{bid}")[0]
+        d = self.open(f"/batches/{bid}", "batch-running")
+        shown = d.find_element(By.ID, "batch-state").get_attribute("data-value")
+        if c.json("batch", "show", str(bid))["state"] == "running":
+            self.assertEqual((listed, shown), ("running", "running"))
+            self.assertIn("live", d.find_element(By.ID, "status").text)
+        # The page polls: it shows the batch done without a reload.
+        d.execute_script("document.body.dataset.sameDocument = 'yes'")
+        WebDriverWait(d, 240, poll_frequency=0.5,
+                      ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: d.find_element(By.ID, "batch-state").get_attribute("data-value") == "done",
+            f"batch {bid} done on its page")
+        self.assertEqual(d.execute_script("return document.body.dataset.sameDocument"), "yes")
+        s = c.json("batch", "show", str(bid))
+        self.assertEqual(s["state"], "done")
+        # the page's JSON is the CLI's
+        status, _, body = self.fetch(f"/api/batches/{bid}", token=self.viewer)
+        self.assertEqual((status, json.loads(body)), (200, s))
+        # once complete, every member has its adjusted p
+        self.assertTrue(all(e["adjusted_p"] is not None for e in s["experiments"]), s["experiments"])
+        self.check_batch(d, s)  # as redrawn by the poll
+        self.assertEqual(self.console_errors(), [])
+        d = self.open(f"/batches/{bid}", "batch")
+        self.check_batch(d, s)
+
+        x = [x for x in c.items("batch", "list") if x["id"] == bid][0]
+        d = self.open("/batches", "batches")
+        row = d.find_element(By.CSS_SELECTOR, f'#batches tr[data-batch="{bid}"]')
+        self.assertTrue(row.find_elements(By.CSS_SELECTOR, f'a[href="/batches/{bid}"]'))
+        self.assertEqual(self.field(row, f"state:{bid}")[0], x["state"])
+        self.assertEqual(int(self.field(row, f"members:{bid}")[0]), x["members"]["total"])
+        for k, n in x["members"]["by_decision"].items():
+            self.assertIn(f"{k} {n}", row.text)
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

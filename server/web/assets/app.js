@@ -599,31 +599,59 @@ async function pageLog() {
   stamp(false);
 }
 
+// A cell that shows `content` and carries `value` (text, null as '') in data-value.
+function fieldCell(field, value, content) {
+  return el('td', {'data-field': field, 'data-value': value === null || value === undefined ? '' : value}, content);
+}
+const corrections = {holm: 'Holm', bh: 'Benjamini-Hochberg'};
+
 async function pageBatches() {
   const b = await api('/api/batches?limit=0');
+  const live = b.items.some(x => x.state === 'running');
   setPage('batches', el('h1', {}, 'Batches'),
     table(['id', 'workload', 'baseline', 'schedule', 'state', 'correction', 'members', 'decisions'],
-      b.items.map(x => el('tr', {}, el('td', {}, link('/batches/' + x.id, String(x.id))), el('td', {}, x.workload),
-        el('td', {}, String(x.baseline_id)), el('td', {}, x.schedule || '–'), el('td', {}, badge(x.state)),
-        el('td', {}, x.correction || '–'), el('td', {}, String(x.members.total)),
+      b.items.map(x => el('tr', {'data-batch': x.id}, el('td', {}, link('/batches/' + x.id, String(x.id))), el('td', {}, x.workload),
+        el('td', {}, String(x.baseline_id)), el('td', {}, x.schedule || '–'),
+        fieldCell('state:' + x.id, x.state, badge(x.state)),
+        el('td', {}, corrections[x.correction] || x.correction || '–'), num(x.members.total, 'members:' + x.id),
         el('td', {}, Object.entries(x.members.by_decision).map(([k, v]) => k + ' ' + v).join(', ') || '–'))), {id: 'batches'}));
-  stamp(false);
+  stamp(live);
+  if (live) poll(pageBatches, 5000);
 }
 
+// A batch's members as `batch show` has them: p is the member's own (its primary metric's), the
+// adjusted p and the decision after the batch's correction are null until every member is
+// measured; "alone" is the member's decision before the correction.
 async function pageBatch(id) {
   const b = await api('/api/batches/' + id);
   const live = b.state === 'running';
-  setPage('batch ' + id, el('h1', {}, 'Batch ' + b.id + ' · ', link('/workloads/' + encodeURIComponent(b.workload), b.workload), ' ', badge(b.state)),
-    kv([['baseline', String(b.baseline_id)], ['schedule', b.schedule], ['correction', b.correction], ['waiting', b.waiting]]),
-    table(['experiment', 'change', 'state', 'decision', 'primary effect', 'p', 'adjusted p', 'adjusted decision'],
+  const method = corrections[b.correction] || b.correction;
+  setPage('batch ' + id,
+    el('h1', {}, 'Batch ', el('span', {id: 'batch-id'}, String(b.id)), ' · ',
+       link('/workloads/' + encodeURIComponent(b.workload), b.workload), ' ',
+       el('span', {id: 'batch-state', 'data-value': b.state}, badge(b.state))),
+    kv([['baseline', String(b.baseline_id)], ['schedule', b.schedule || 'none (runs any time)'],
+        ['correction', el('span', {id: 'correction', 'data-value': b.correction}, method)],
+        ['waiting', b.waiting], ['created', b.created_at]]),
+    table(['experiment', 'change', 'state', 'runs', 'primary effect', 'p', 'adjusted p', 'decision alone', 'decision'],
       b.experiments.map(e => {
         const p = (e.metrics || []).find(m => m.metric === e.primary);
-        return el('tr', {}, el('td', {}, link('/experiments/' + e.id, String(e.id))), el('td', {}, e.change ? e.change.description : ''),
-          el('td', {}, badge(e.state)), el('td', {}, badge(e.decision)), el('td', {}, p ? effect(p.ratio) : '–'),
-          num(p ? p.p_value : null, 'p:' + e.id), num(e.adjusted_p, 'adjusted_p:' + e.id), el('td', {}, badge(e.adjusted_decision)));
-      }), {id: 'batch-members'}));
+        const alone = e.correction ? e.correction.unadjusted_decision : null;
+        return el('tr', {'data-experiment': e.id},
+          el('td', {}, link('/experiments/' + e.id, String(e.id))), el('td', {}, e.change ? e.change.description : ''),
+          fieldCell('state:' + e.id, e.state, badge(e.state)),
+          el('td', {'data-field': 'runs:' + e.id, 'data-value': e.runs.done, 'data-total': e.runs.total}, e.runs.done + '/' + e.runs.total),
+          fieldCell('ratio:' + e.id, p ? p.ratio : null, p ? effect(p.ratio) : '–'),
+          num(p ? p.p_value : null, 'p:' + e.id), num(e.adjusted_p, 'adjusted_p:' + e.id),
+          fieldCell('unadjusted_decision:' + e.id, alone, badge(alone)),
+          el('td', {'data-field': 'decision:' + e.id, 'data-value': e.decision || '', 'data-adjusted': e.adjusted_decision || ''},
+             badge(e.decision)));
+      }), {id: 'batch-members'}),
+    el('p', {class: 'legend-note'}, 'p: each member\'s own, on its primary metric. adjusted p: ' + method +
+       ' across the batch\'s primary comparisons, once every member is measured (guardrails are not corrected; ' +
+       'CIs are unadjusted); a member significant alone but not after the correction is inconclusive.'));
   stamp(live);
-  if (live) poll(() => pageBatch(id), 5000);
+  if (live) poll(() => pageBatch(id), 3000);
 }
 
 async function pageSchedules() {
