@@ -9,7 +9,9 @@ std::string PeerHost(const std::string& peer) {
   const size_t scheme = peer.find(':');
   if (colon == std::string::npos || colon == scheme) return peer;  // "unix:/path", no port
   const std::string port = peer.substr(colon + 1);
-  if (port.empty() || !std::all_of(port.begin(), port.end(), ::isdigit)) return peer;
+  if (port.empty() ||
+      !std::all_of(port.begin(), port.end(), [](unsigned char c) { return c >= '0' && c <= '9'; }))
+    return peer;
   return peer.substr(0, colon);
 }
 

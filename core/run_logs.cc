@@ -48,6 +48,15 @@ MarkedText TakeMarkedLines(std::string_view raw, bool at_line_start, size_t full
   return out;
 }
 
+Result<int> ResolveAttempt(int64_t run_id, int requested, int current) {
+  current = std::max(current, 1);
+  if (requested < 0 || requested > current)
+    return Status::InvalidArgument("attempt: " + std::to_string(requested) +
+                                   " is not an attempt of run " + std::to_string(run_id) +
+                                   "; allowed: 1.." + std::to_string(current));
+  return requested == 0 ? current : requested;
+}
+
 bool FollowRetry(LogCursor* cursor, int run_attempt) {
   if (cursor->pinned || run_attempt <= cursor->attempt) return false;
   if (cursor->attempt == 0) {  // the run was queued: its first attempt, from where it was asked

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/states.h"
+#include "core/status.h"
 
 namespace tunectl {
 
@@ -36,6 +37,10 @@ struct MarkedText {
   int64_t consumed = 0;
 };
 MarkedText TakeMarkedLines(std::string_view raw, bool at_line_start, size_t full);
+
+// The attempt a request for run `run_id` asks for: 0 = the current one, else 1..current (a run
+// never started counts as having attempt 1). InvalidArgument naming the field and the range.
+Result<int> ResolveAttempt(int64_t run_id, int requested, int current);
 
 // Which attempt of a run a log reader reads, and from where. A pinned attempt (--attempt) stays;
 // otherwise the reader starts at the run's current attempt and moves to a retry's new attempt

@@ -287,10 +287,8 @@ grpc::Status TuningServiceImpl::StreamRunLogs(grpc::ServerContext* ctx,
                                           std::to_string(kMaxTailLines)));
   auto run = store_->GetRunHeader(req->run_id());
   if (!run.ok()) return ToGrpc(run.status());
-  if (req->attempt() < 0 || req->attempt() > std::max(run->attempt, 1))
-    return ToGrpc(Status::InvalidArgument("attempt: " + std::to_string(req->attempt()) +
-                                          " is not an attempt of " + rid + "; allowed: 1.." +
-                                          std::to_string(std::max(run->attempt, 1))));
+  if (auto a = ResolveAttempt(req->run_id(), req->attempt(), run->attempt); !a.ok())
+    return ToGrpc(a.status());
   const bool follow = req->follow();
   LogCursor cur;
   cur.pinned = req->attempt() != 0;

@@ -7,6 +7,7 @@
 
 #include "core/agent_messages.h"
 #include "core/launch.h"
+#include "core/run_logs.h"
 #include "server/store/store.h"
 #include "server/store/store_internal.h"
 
@@ -553,11 +554,9 @@ Result<RunSamplesRow> Store::GetRunSamples(int64_t id, int attempt, const std::s
     x.state = r[0]["state"].as<std::string>();
     x.max_points = max_points;
     const int current = std::max(r[0]["attempt"].as<int>(), 1);
-    if (attempt < 0 || attempt > current)
-      return Status::InvalidArgument("attempt: " + std::to_string(attempt) +
-                                     " is not an attempt of run " + std::to_string(id) +
-                                     "; allowed: 1.." + std::to_string(current));
-    x.attempt = attempt == 0 ? current : attempt;
+    auto chosen = ResolveAttempt(id, attempt, current);
+    if (!chosen.ok()) return chosen.status();
+    x.attempt = *chosen;
     const auto state = ParseRunState(x.state);
     x.live = x.attempt == current && state && IsActive(*state);
     auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());

@@ -81,6 +81,16 @@ TEST(NextLogStep, WaitsForTheRetryOnlyWhenNotPinned) {
             LogNext::kDone);
 }
 
+TEST(ResolveAttempt, ZeroIsTheCurrentAndOthersMustExist) {
+  EXPECT_EQ(*ResolveAttempt(7, 0, 3), 3);
+  EXPECT_EQ(*ResolveAttempt(7, 2, 3), 2);
+  EXPECT_EQ(*ResolveAttempt(7, 0, 0), 1);  // never started: attempt 1
+  const auto bad = ResolveAttempt(7, 4, 3);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "attempt: 4 is not an attempt of run 7; allowed: 1..3");
+  EXPECT_FALSE(ResolveAttempt(7, -1, 3).ok());
+}
+
 TEST(FollowRetry, MovesAnUnpinnedReaderToTheNewAttemptFromItsStart) {
   LogCursor c{1, 4096, false};
   EXPECT_FALSE(FollowRetry(&c, 1));
