@@ -326,8 +326,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
                                           "; it is retried elsewhere");
           }
           Send(AckOf(f.run_id(), f.attempt(), f.seq()));
-          SlotMayBeFree();
-          sh_->dispatcher->Notify();  // a slot is free
+          // A slot is free: its next run is claimed now, not at the dispatcher's next pass.
+          sh_->dispatcher->ClaimFreedSlot(shared_from_this());
         }
         break;
       }

@@ -1,5 +1,6 @@
 #include "server/dispatch/dispatcher.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -162,21 +163,35 @@ int Dispatcher::DispatchOnce() {
 
   // Claims: every live session that may take work, in one transaction. Those whose slots a
   // claim found full and that have not freed one since are left out, except once a second.
-  const int64_t fresh_ms = 3LL * opts_.heartbeat_interval_ms + 1000;
   const int64_t now_ms = AgentSession::NowSteadyMs();
   const bool full_pass = now - full_pass_ >= std::chrono::seconds(1);
   if (full_pass) full_pass_ = now;
-  std::vector<ClaimRequest> asks;
-  std::map<int64_t, uint64_t> events_seen;  // agent -> its room events when asked
-  for (const auto& s : sessions) {
-    if (s->busy || s->slots <= 0 || !s->unhealthy().empty()) continue;
-    if (now_ms - s->last_beat_ms > fresh_ms) continue;  // paused or gone: no new work
-    const uint64_t events = s->RoomEvents();
-    if (!full_pass && !s->MayHaveRoom()) continue;
-    events_seen[s->agent_id] = events;
-    asks.push_back({s->agent_id, s->session_id, s->labels, s->slots});
-  }
-  if (asks.empty()) return 0;
+  std::vector<AgentSession*> targets;
+  for (const auto& s : sessions)
+    if (CanTakeWork(*s, now_ms) && (full_pass || s->MayHaveRoom())) targets.push_back(s.get());
+  return ClaimAndSend(std::move(targets));
+}
+
+int Dispatcher::ClaimFreedSlot(const std::shared_ptr<AgentSession>& s) {
+  s->SlotMayBeFree();
+  int assigned = 0;
+  if (CanTakeWork(*s, AgentSession::NowSteadyMs())) assigned = ClaimAndSend({s.get()});
+  // Left to a pass: a claim of the dispatcher's own for this agent was under way (it may not have
+  // seen the slot), the agent could not take work, or a slot is still free (runs it could take
+  // were locked by other claims).
+  if (s->MayHaveRoom()) Notify();
+  return assigned;
+}
+
+bool Dispatcher::CanTakeWork(const AgentSession& s, int64_t now_ms) const {
+  const int64_t fresh_ms = 3LL * opts_.heartbeat_interval_ms + 1000;
+  return !s.busy && s.slots > 0 && s.unhealthy().empty() &&
+         now_ms - s.last_beat_ms <= fresh_ms;  // paused or gone: no new work
+}
+
+std::string Dispatcher::OpenWindowsNow() {
+  std::lock_guard<std::mutex> g(windows_mu_);
+  const auto now = Steady::now();
   if (now - schedules_read_ >= std::chrono::seconds(1)) {  // schedules change rarely
     if (auto rows = store_->ListSchedules(); !rows.ok()) {
       log_(LogLevel::kWarn,
@@ -186,9 +201,37 @@ int Dispatcher::DispatchOnce() {
       schedules_read_ = now;
     }
   }
-  const std::string open = schedule_rows_.empty()
-                               ? std::string("{}")
-                               : schedules_.OpenWindowsJson(schedule_rows_, opts_.clock->NowS());
+  return schedule_rows_.empty() ? std::string("{}")
+                                : schedules_.OpenWindowsJson(schedule_rows_, opts_.clock->NowS());
+}
+
+int Dispatcher::ClaimAndSend(std::vector<AgentSession*> targets) {
+  {
+    std::lock_guard<std::mutex> g(claiming_mu_);
+    targets.erase(
+        std::remove_if(targets.begin(), targets.end(),
+                       [&](AgentSession* s) { return !claiming_.insert(s->agent_id).second; }),
+        targets.end());
+  }
+  if (targets.empty()) return 0;
+  struct Release {
+    Dispatcher* d;
+    const std::vector<AgentSession*>& t;
+    ~Release() {
+      std::lock_guard<std::mutex> g(d->claiming_mu_);
+      for (AgentSession* s : t) d->claiming_.erase(s->agent_id);
+    }
+  } release{this, targets};
+
+  std::map<int64_t, AgentSession*> by_agent;
+  std::vector<ClaimRequest> asks;
+  std::map<int64_t, uint64_t> events_seen;  // agent -> its room events when asked
+  for (AgentSession* s : targets) {
+    by_agent[s->agent_id] = s;
+    events_seen[s->agent_id] = s->RoomEvents();
+    asks.push_back({s->agent_id, s->session_id, s->labels, s->slots});
+  }
+  const std::string open = OpenWindowsNow();
   std::map<int64_t, int> free_after;
   auto plans = store_->ClaimRunsFor(asks, open, &free_after);
   if (!plans.ok()) {

@@ -1,8 +1,10 @@
 // Dispatcher: moves queued runs to connected agents with free slots and matching labels, event
 // driven: a pass runs when something changed (a run queued or asked to stop — on any server, via
-// LISTEN/NOTIFY —, a slot freed, an agent connected or idle again) and at least once a second
-// (windows open and close). One pass claims for every agent at once (Store::ClaimRunsFor, one
-// transaction), so its cost does not grow with the number of sessions walked one by one.
+// LISTEN/NOTIFY —, an agent connected or idle again) and at least once a second (windows open and
+// close). One pass claims for every agent at once (Store::ClaimRunsFor, one transaction), so its
+// cost does not grow with the number of sessions walked one by one. A slot freed by a stored
+// result is claimed for at once by the thread that stored it (ClaimFreedSlot), so a busy agent's
+// next run does not wait for a pass; one claim per agent at a time.
 // It also keeps agents' liveness: heartbeats are counted in memory by the sessions and flushed
 // to the database in one statement per heartbeat interval; a session silent for --agent-timeout
 // is closed, and agents silent in the database (other servers' too) are expired — but only once
@@ -23,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -124,6 +127,11 @@ class Dispatcher {
   // One dispatch pass (also used by tests): cancels sent, runs claimed for every live session
   // with free slots and sent. Returns the number of runs assigned.
   int DispatchOnce();
+  // A slot of `s` was just freed by a result stored on the calling thread: claims for `s` at once,
+  // in a transaction of its own on this thread, instead of waiting for the next pass. A pass that
+  // is claiming for the same agent at this moment, an agent that cannot take work now, or a claim
+  // that leaves a slot free wakes the dispatcher instead. Returns the number of runs assigned.
+  int ClaimFreedSlot(const std::shared_ptr<AgentSession>& s);
   // Liveness (also used by tests): closes sessions silent for the agent timeout, flushes the
   // others' heartbeats, and expires silent agents once the grace period has passed.
   void LivenessOnce();
@@ -140,6 +148,14 @@ class Dispatcher {
   void Loop();      // dispatch passes, on thread_
   void TickLoop();  // LivenessOnce and ScheduleOnce once a second, on tick_thread_
   std::vector<std::shared_ptr<AgentSession>> Sessions() const;
+  // Whether `s` may be given work now (not busy, healthy, heard from recently).
+  bool CanTakeWork(const AgentSession& s, int64_t now_ms) const;
+  // Claims for `targets` in one transaction and sends what was claimed; on either thread. An
+  // agent another claim of this server is working on is left out (two claims for one agent at
+  // once could both see its slot free). The caller keeps the sessions alive.
+  int ClaimAndSend(std::vector<AgentSession*> targets);
+  // {"<schedule id>": seconds left} of the open windows; schedules read at most once a second.
+  std::string OpenWindowsNow();
 
   Store* store_;
   DispatcherOptions opts_;
@@ -150,10 +166,13 @@ class Dispatcher {
   bool wake_ = false;
   bool stop_ = false;
   std::map<const AgentSession*, std::shared_ptr<AgentSession>> sessions_;
-  ScheduleBook schedules_;                  // DispatchOnce's (the dispatch thread)
+  ScheduleBook schedules_;                  // the claims' (thread-safe)
   ScheduleBook tick_schedules_;             // ScheduleOnce's (the tick thread)
-  std::vector<ScheduleRow> schedule_rows_;  // read at most once a second by DispatchOnce
+  std::mutex windows_mu_;                   // guards the next two
+  std::vector<ScheduleRow> schedule_rows_;  // read at most once a second by OpenWindowsNow
   std::chrono::steady_clock::time_point schedules_read_{};
+  std::mutex claiming_mu_;
+  std::set<int64_t> claiming_;  // agents a claim of this server is working on now
   std::chrono::steady_clock::time_point full_pass_{};  // the last pass that asked for every agent
   std::atomic<bool> leader_{false};
   // Liveness: since when this server has flushed heartbeats without a database error.

@@ -280,36 +280,61 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     // that stays cheap once PostgreSQL switches to a generic plan), kept ones through their
     // experiment's agent. The free part takes twice the limit so runs another server has locked
     // (SKIP LOCKED) do not cut the answer short. MATERIALIZED: each part runs once, whatever the
-    // planner believes of the queue's size (stale statistics had it re-run per queued run).
+    // planner believes of the queue's size (stale statistics had it re-run per queued run). Free
+    // runs are found per selector: the queue's distinct selectors (a skip scan of the index
+    // runs_queued_selector, one probe per selector), those some asking agent satisfies, then the
+    // oldest runs of each — one table, in id order, so the scan stops at the limit whatever plan
+    // is chosen (the experiment check is a per-row subquery, not a join that would need a sort of
+    // the whole queue) —, so an agent with a narrow selector does not read a long queue of runs
+    // it cannot take. The runs are then locked by id: `COALESCE(r.state, '')` keeps the partial
+    // indexes out of that step (with a queue the statistics think empty, PostgreSQL chose to walk
+    // one of them whole instead of looking the ids up). Kept runs are looked for only when an
+    // asking agent keeps an experiment at all (a one-time filter).
     static const char kFreeRunFilter[] =
         "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 FROM "
         "jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR "
         "COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)";
-    w.conn().prepare(
-        "tunectl_claim_candidates",
-        std::string("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, "
-                    "free)), free_runs AS MATERIALIZED (SELECT r.id, NULL::bigint AS pinned FROM "
-                    "runs r LEFT "
-                    "JOIN experiments e ON e.id = r.experiment_id LEFT JOIN agents p ON p.id = "
-                    "e.agent_id AND p.connected AND p.unhealthy = '' WHERE p.id IS NULL AND ") +
-            kFreeRunFilter +
-            " ORDER BY r.id LIMIT 2 * $5), kept AS MATERIALIZED (SELECT r.id, p.id AS pinned, "
-            "row_number() "
-            "OVER (PARTITION BY p.id ORDER BY r.id) AS rn FROM agents p JOIN experiments e ON "
-            "e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id WHERE p.id = "
-            "ANY($1::bigint[]) AND p.connected AND p.unhealthy = '' AND " +
-            kFreeRunFilter +
-            "), c AS MATERIALIZED (SELECT id, pinned FROM free_runs UNION ALL SELECT k.id, "
-            "k.pinned FROM kept "
-            "k JOIN f ON f.agent_id = k.pinned WHERE k.rn <= f.free) SELECT r.id AS id, "
-            "r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id, "
-            "COALESCE(r.schedule_id, 0) AS schedule_id, COALESCE(c.pinned, 0) AS pinned FROM c "
-            "JOIN runs r ON r.id = c.id WHERE r.state = 'queued' ORDER BY r.id LIMIT $5 FOR "
-            "UPDATE OF r SKIP LOCKED");
+    w.conn().prepare("tunectl_claim_candidates", std::string(R"SQL(
+WITH RECURSIVE f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, free)),
+sels AS (
+  (SELECT r.selector FROM runs r WHERE r.state = 'queued' ORDER BY r.selector LIMIT 1)
+  UNION ALL
+  SELECT (SELECT r.selector FROM runs r WHERE r.state = 'queued' AND r.selector > s.selector
+          ORDER BY r.selector LIMIT 1)
+  FROM sels s WHERE s.selector IS NOT NULL),
+wanted AS MATERIALIZED (
+  SELECT s.selector FROM sels s WHERE s.selector IS NOT NULL
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements($3::jsonb) l WHERE s.selector <@ l)),
+free_runs AS MATERIALIZED (
+  SELECT x.id, NULL::bigint AS pinned FROM wanted w, LATERAL (
+    SELECT r.id FROM runs r
+    WHERE r.selector = w.selector AND r.state = 'queued' AND NOT r.id = ANY($6::bigint[])
+    AND (r.schedule_id IS NULL
+         OR COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)
+    AND (r.experiment_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM experiments e JOIN agents p ON p.id = e.agent_id
+      WHERE e.id = r.experiment_id AND p.connected AND p.unhealthy = ''))
+    ORDER BY r.id LIMIT 2 * $5) x
+  ORDER BY x.id LIMIT 2 * $5),
+kept AS MATERIALIZED (
+  SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn
+  FROM agents p JOIN experiments e ON e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id
+  WHERE EXISTS (SELECT 1 FROM experiments e0 WHERE e0.agent_id = ANY($1::bigint[]))
+  AND p.id = ANY($1::bigint[]) AND p.connected AND p.unhealthy = '' AND )SQL") +
+                                                     kFreeRunFilter + R"SQL(),
+c AS MATERIALIZED (
+  SELECT id, pinned FROM free_runs
+  UNION ALL
+  SELECT k.id, k.pinned FROM kept k JOIN f ON f.agent_id = k.pinned WHERE k.rn <= f.free)
+SELECT r.id AS id, r.selector::text AS selector, COALESCE(r.experiment_id, 0) AS experiment_id,
+  COALESCE(r.schedule_id, 0) AS schedule_id,
+  COALESCE((SELECT c.pinned FROM c WHERE c.id = r.id LIMIT 1), 0) AS pinned
+FROM runs r WHERE r.id = ANY(ARRAY(SELECT id FROM c)) AND COALESCE(r.state, '') = 'queued'
+ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED)SQL");
     // Rounds: the candidates are the oldest runs any free agent could take, as many as the free
-    // slots (+16); when those fit only some of the agents (the oldest runs all want one pool),
-    // the next round asks again for the agents still free alone, so a run only they can take (a
-    // pinned experiment, a narrow selector) is not starved behind a long queue for the others.
+    // slots (and a margin); when those fit only some of the agents (the oldest runs all want one
+    // pool), the next round asks again for the agents still free alone, so a run only they can take
+    // (a pinned experiment, a narrow selector) is not starved behind a long queue for the others.
     std::vector<ClaimPick> picks;
     std::vector<int64_t> seen;             // every candidate of an earlier round, picked or not
     std::map<int64_t, int64_t> exp_agent;  // experiment -> agent, from earlier rounds' picks
@@ -326,11 +351,14 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
       }
       json labels = json::array();
       for (const auto& l : sets) labels.push_back(l);
+      // Spare candidates for picks PlanClaims turns down; few for a small claim, whose locks on
+      // runs it does not take would hold them back from claims running beside it.
+      const int margin = std::min(16, 2 + 2 * free_now);
       std::vector<ClaimCandidate> candidates;
       std::map<int64_t, int64_t> schedule_of;
       for (const auto& r :
            w.exec_prepared("tunectl_claim_candidates", PgArray(free_ids), PgArray(free_counts),
-                           labels.dump(), open_windows, free_now + 16, PgArray(seen))) {
+                           labels.dump(), open_windows, free_now + margin, PgArray(seen))) {
         ClaimCandidate c;
         c.run_id = r["id"].as<int64_t>();
         c.selector = JsonToMap(r["selector"].as<std::string>());
@@ -344,7 +372,7 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
         candidates.push_back(std::move(c));
       }
       // Fewer than asked for: no older run was cut off, the next round would find nothing new.
-      const bool all_seen = static_cast<int>(candidates.size()) < free_now + 16;
+      const bool all_seen = static_cast<int>(candidates.size()) < free_now + margin;
       const std::vector<ClaimPick> round_picks = PlanClaims(remaining, candidates, caps);
       std::map<int64_t, int64_t> picked_exp;
       for (const auto& c : candidates) picked_exp[c.run_id] = c.experiment_id;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "server/dispatch/dispatcher.h"
@@ -315,24 +316,31 @@ TEST(Agents, AClaimSaysWhatEachAgentHasFreeAfterIt) {
 class RecordingSession : public AgentSession {
  public:
   bool Send(const v1::ServerMessage& m) override {
+    std::lock_guard<std::mutex> g(mu);
     if (m.has_assign()) assigned.push_back(m.assign().run_id());
     return true;
   }
   void Close(const std::string&) override {}
+  std::mutex mu;
   std::vector<int64_t> assigned;
 };
+
+std::shared_ptr<RecordingSession> CpuSession(Store& st, const std::string& name, int slots) {
+  auto s = std::make_shared<RecordingSession>();
+  s->agent_id = Agent(st, name, slots);
+  s->name = name;
+  s->session_id = "session-" + name;
+  s->labels = {{"pool", "cpu"}};
+  s->slots = slots;
+  return s;
+}
 
 TEST(Dispatch, AFullAgentIsLeftOutOfPassesUntilASlotMayBeFreeOrASecondHasPassed) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();
   ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
   ASSERT_TRUE(st.CreateBaseline("demo", 4, "user:t").ok());
-  auto s = std::make_shared<RecordingSession>();
-  s->agent_id = Agent(st, "a", 1);
-  s->name = "a";
-  s->session_id = "session-a";
-  s->labels = {{"pool", "cpu"}};
-  s->slots = 1;
+  auto s = CpuSession(st, "a", 1);
   Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
   d.Register(s);
   auto finish_last = [&] {
@@ -349,6 +357,72 @@ TEST(Dispatch, AFullAgentIsLeftOutOfPassesUntilASlotMayBeFreeOrASecondHasPassed)
   EXPECT_EQ(d.DispatchOnce(), 1);  // once a second every agent is asked, hint or not
   EXPECT_EQ(s->assigned.size(), 3u);
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned'"), "1");
+}
+
+TEST(Dispatch, AFreedSlotIsClaimedForAtOnceWithoutWaitingForAPass) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 3, "user:t").ok());
+  auto s = CpuSession(st, "a", 1);
+  Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
+  d.Register(s);
+  ASSERT_EQ(d.DispatchOnce(), 1);
+  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  EXPECT_EQ(d.ClaimFreedSlot(s), 1);  // what the session does once it stored the RunFinished
+  ASSERT_EQ(s->assigned.size(), 2u);
+  EXPECT_NE(s->assigned[0], s->assigned[1]);
+  EXPECT_FALSE(s->MayHaveRoom());  // full again: no pass needs to ask for it
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned' AND agent_id = " +
+                       std::to_string(s->agent_id)),
+            "1");
+}
+
+TEST(Dispatch, AFreedSlotOfAnAgentThatCannotTakeWorkIsLeftToAPass) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  auto s = CpuSession(st, "a", 1);
+  Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
+  d.Register(s);
+  ASSERT_EQ(d.DispatchOnce(), 1);
+  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  s->Beat(/*busy=*/true, "");  // its idle probe fails: nothing starts there
+  EXPECT_EQ(d.ClaimFreedSlot(s), 0);
+  EXPECT_TRUE(s->MayHaveRoom());  // the hint stays: the next pass asks for it
+  s->Beat(false, "");
+  EXPECT_EQ(d.DispatchOnce(), 1);
+  EXPECT_EQ(s->assigned.size(), 2u);
+}
+
+TEST(Dispatch, ClaimsForOneAgentAtOnceNeverGiveItMoreRunsThanSlots) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 20, "user:t").ok());
+  auto s = CpuSession(st, "a", 2);
+  Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
+  d.Register(s);
+  // Ten threads free "a slot" of the same agent at once while passes run: each claim alone would
+  // see both slots free; together they must not give it more than two runs.
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (int i = 0; i < 10; ++i)
+    threads.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      d.ClaimFreedSlot(s);
+    });
+  threads.emplace_back([&] {
+    while (!go) std::this_thread::yield();
+    for (int i = 0; i < 3; ++i) d.DispatchOnce();
+  });
+  go = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned' AND agent_id = " +
+                       std::to_string(s->agent_id)),
+            "2");
+  EXPECT_EQ(s->assigned.size(), 2u);
 }
 
 }  // namespace
