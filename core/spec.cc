@@ -13,6 +13,7 @@
 
 #include "core/derived.h"
 #include "core/log_formats.h"
+#include "core/names.h"
 #include "core/prom_scrape.h"
 #include "core/template.h"
 #include "core/text.h"
@@ -647,6 +648,13 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     if (r["selector"]) {
       auto sel = c.StringMap(r["selector"], "run.selector");
       if (!sel.ok()) return sel.status();
+      // Agent labels: a selector no agent's labels can satisfy is refused here; the bound keeps a
+      // queued run's selector inside the claim's index entry (runs_queued_selector).
+      if (sel->size() > kMaxSelectorLabels)
+        return c.Fail("run.selector", std::to_string(sel->size()) + " labels; at most " +
+                                          std::to_string(kMaxSelectorLabels) + " are allowed");
+      for (const auto& [k, v] : *sel)
+        if (Status st = CheckLabel("run.selector", k, v); !st.ok()) return st;
       w.run.selector = *sel;
     }
     if (r["skip_steps"]) {

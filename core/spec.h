@@ -14,6 +14,9 @@
 
 namespace tunectl {
 
+// A run.selector names at most this many agent labels, each a valid label (core/names.h).
+inline constexpr size_t kMaxSelectorLabels = 16;
+
 enum class ParamType { kInt, kFloat, kBool, kEnum, kString };
 const char* ParamTypeName(ParamType t);
 
@@ -74,7 +77,7 @@ struct RunPolicy {
   int repeats = 5;
   int warmup_steps = 0;                         // samples with step <= this are warm-up
   int64_t timeout_ms = 60LL * 60 * 1000;        // 1h
-  std::map<std::string, std::string> selector;  // agent labels that must match
+  std::map<std::string, std::string> selector;  // agent labels that must match (≤ 16)
   // Tag -> RE2 pattern of a log line marking a step that is not representative (a checkpoint
   // save, an evaluation): that step's samples are left out of every metric's analysis. The step
   // is group "step" (else group 1); a pattern without a group marks the next step reported.

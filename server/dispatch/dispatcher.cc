@@ -174,6 +174,12 @@ int Dispatcher::DispatchOnce() {
 
 int Dispatcher::ClaimFreedSlot(const std::shared_ptr<AgentSession>& s) {
   s->SlotMayBeFree();
+  {
+    // A session that is closing (unregistered) or a dispatcher that stopped gets nothing: its
+    // Assign could be lost with the stream while the database still shows the agent connected.
+    std::lock_guard<std::mutex> g(mu_);
+    if (stop_ || !sessions_.count(s.get())) return 0;
+  }
   int assigned = 0;
   if (CanTakeWork(*s, AgentSession::NowSteadyMs())) assigned = ClaimAndSend({s.get()});
   // Left to a pass: a claim of the dispatcher's own for this agent was under way (it may not have

@@ -130,7 +130,8 @@ class Dispatcher {
   // A slot of `s` was just freed by a result stored on the calling thread: claims for `s` at once,
   // in a transaction of its own on this thread, instead of waiting for the next pass. A pass that
   // is claiming for the same agent at this moment, an agent that cannot take work now, or a claim
-  // that leaves a slot free wakes the dispatcher instead. Returns the number of runs assigned.
+  // that leaves a slot free wakes the dispatcher instead; a session no longer registered (closing)
+  // gets nothing. Returns the number of runs assigned.
   int ClaimFreedSlot(const std::shared_ptr<AgentSession>& s);
   // Liveness (also used by tests): closes sessions silent for the agent timeout, flushes the
   // others' heartbeats, and expires silent agents once the grace period has passed.

@@ -278,18 +278,20 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     // Runs already picked in an earlier round of this pass ($6) are left out. Free runs and kept
     // runs are found apart: free ones in id order up to a limit (never the whole queue, and a plan
     // that stays cheap once PostgreSQL switches to a generic plan), kept ones through their
-    // experiment's agent. The free part takes twice the limit so runs another server has locked
-    // (SKIP LOCKED) do not cut the answer short. MATERIALIZED: each part runs once, whatever the
-    // planner believes of the queue's size (stale statistics had it re-run per queued run). Free
-    // runs are found per selector: the queue's distinct selectors (a skip scan of the index
-    // runs_queued_selector, one probe per selector), those some asking agent satisfies, then the
-    // oldest runs of each — one table, in id order, so the scan stops at the limit whatever plan
-    // is chosen (the experiment check is a per-row subquery, not a join that would need a sort of
-    // the whole queue) —, so an agent with a narrow selector does not read a long queue of runs
-    // it cannot take. The runs are then locked by id: `COALESCE(r.state, '')` keeps the partial
-    // indexes out of that step (with a queue the statistics think empty, PostgreSQL chose to walk
-    // one of them whole instead of looking the ids up). Kept runs are looked for only when an
-    // asking agent keeps an experiment at all (a one-time filter).
+    // experiment's agent. The free part takes twice the limit and 64 more (ids only; only the
+    // limit is locked) so runs other claims have locked (SKIP LOCKED) — other servers', or this
+    // server's claims for other agents at the same moment — do not cut the answer short.
+    // MATERIALIZED: each part runs once, whatever the planner believes of the queue's size (stale
+    // statistics had it re-run per queued run). Free runs are found per selector: the queue's
+    // distinct selectors (a skip scan of the index runs_queued_selector, one probe per selector),
+    // those some asking agent satisfies, then the oldest runs of each — one table, in id order, so
+    // the scan stops at the limit whatever plan is chosen (the experiment check is a per-row
+    // subquery, not a join that would need a sort of the whole queue) —, so an agent with a narrow
+    // selector does not read a long queue of runs it cannot take. The runs are then locked by id:
+    // `COALESCE(r.state, '')` keeps the partial indexes out of that step (with a queue the
+    // statistics think empty, PostgreSQL chose to walk one of them whole instead of looking the ids
+    // up). Kept runs are looked for only when an asking agent keeps an experiment at all (a
+    // one-time filter).
     static const char kFreeRunFilter[] =
         "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 FROM "
         "jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR "
@@ -314,8 +316,8 @@ free_runs AS MATERIALIZED (
     AND (r.experiment_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM experiments e JOIN agents p ON p.id = e.agent_id
       WHERE e.id = r.experiment_id AND p.connected AND p.unhealthy = ''))
-    ORDER BY r.id LIMIT 2 * $5) x
-  ORDER BY x.id LIMIT 2 * $5),
+    ORDER BY r.id LIMIT 2 * $5 + 64) x
+  ORDER BY x.id LIMIT 2 * $5 + 64),
 kept AS MATERIALIZED (
   SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn
   FROM agents p JOIN experiments e ON e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id

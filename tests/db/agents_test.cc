@@ -396,6 +396,22 @@ TEST(Dispatch, AFreedSlotOfAnAgentThatCannotTakeWorkIsLeftToAPass) {
   EXPECT_EQ(s->assigned.size(), 2u);
 }
 
+TEST(Dispatch, AClosingSessionsFreedSlotIsNotClaimedFor) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  auto s = CpuSession(st, "a", 1);
+  Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
+  d.Register(s);
+  ASSERT_EQ(d.DispatchOnce(), 1);
+  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  d.Unregister(s.get());  // the stream is closing; the database still shows the agent connected
+  EXPECT_EQ(d.ClaimFreedSlot(s), 0);
+  EXPECT_EQ(s->assigned.size(), 1u);
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued'"), "1");
+}
+
 TEST(Dispatch, ClaimsForOneAgentAtOnceNeverGiveItMoreRunsThanSlots) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();

@@ -418,3 +418,26 @@ TEST(WorkloadSpec, RefusesBadResourcesNamingTheField) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(WorkloadSpec, RejectsASelectorNoAgentsLabelsCouldSatisfy) {
+  auto bad_key = ParseWorkloadSpec(
+      Replace(kDemo, "selector: {pool: cpu}", "selector: {'p ool': cpu}"), "demo.yaml");
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_THAT(bad_key.status().message(), HasSubstr("run.selector: key \"p ool\""));
+  std::string many = "selector: {";
+  for (int i = 0; i < 17; ++i) many += (i ? ", l" : "l") + std::to_string(i) + ": x";
+  auto too_many =
+      ParseWorkloadSpec(Replace(kDemo, "selector: {pool: cpu}", many + "}"), "demo.yaml");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_THAT(too_many.status().message(), HasSubstr("run.selector: 17 labels; at most 16"));
+  auto sixteen = ParseWorkloadSpec(
+      Replace(kDemo, "selector: {pool: cpu}", many.substr(0, many.rfind(", l16")) + "}"),
+      "demo.yaml");
+  EXPECT_TRUE(sixteen.ok()) << sixteen.status().message();
+}
+
+}  // namespace
+}  // namespace tunectl
