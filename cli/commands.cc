@@ -271,6 +271,7 @@ int WorkloadApply(Client& c, const CliOptions& o, std::ostream& out, std::ostrea
   // Validate locally first: same parser as the server, so errors come without a round trip.
   auto spec = ParseWorkloadSpec(text, o.file);
   if (!spec.ok()) return Fail(err, spec.status());
+  if (Status st = CheckSpecToApply(*spec, o.file); !st.ok()) return Fail(err, st);
   v1::ApplyWorkloadRequest req;
   req.set_spec(text);
   req.set_source(o.file);

@@ -648,13 +648,6 @@ Result<WorkloadSpec> ParseTree(const YAML::Node& root) {
     if (r["selector"]) {
       auto sel = c.StringMap(r["selector"], "run.selector");
       if (!sel.ok()) return sel.status();
-      // Agent labels: a selector no agent's labels can satisfy is refused here; the bound keeps a
-      // queued run's selector inside the claim's index entry (runs_queued_selector).
-      if (sel->size() > kMaxSelectorLabels)
-        return c.Fail("run.selector", std::to_string(sel->size()) + " labels; at most " +
-                                          std::to_string(kMaxSelectorLabels) + " are allowed");
-      for (const auto& [k, v] : *sel)
-        if (Status st = CheckLabel("run.selector", k, v); !st.ok()) return st;
       w.run.selector = *sel;
     }
     if (r["skip_steps"]) {
@@ -1048,6 +1041,17 @@ std::string NearestName(std::string_view name, const std::vector<std::string>& c
     }
   }
   return best;
+}
+
+Status CheckSpecToApply(const WorkloadSpec& spec, std::string_view source) {
+  const std::string where = std::string(source) + ": run.selector";
+  if (spec.run.selector.size() > kMaxSelectorLabels)
+    return Status::InvalidArgument(where + ": " + std::to_string(spec.run.selector.size()) +
+                                   " labels; at most " + std::to_string(kMaxSelectorLabels) +
+                                   " are allowed");
+  for (const auto& [k, v] : spec.run.selector)
+    if (Status st = CheckLabel(where, k, v); !st.ok()) return st;
+  return Status::Ok();
 }
 
 }  // namespace tunectl

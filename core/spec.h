@@ -14,7 +14,7 @@
 
 namespace tunectl {
 
-// A run.selector names at most this many agent labels, each a valid label (core/names.h).
+// A run.selector being applied names at most this many agent labels (CheckSpecToApply).
 inline constexpr size_t kMaxSelectorLabels = 16;
 
 enum class ParamType { kInt, kFloat, kBool, kEnum, kString };
@@ -110,6 +110,11 @@ using ParamValues = std::map<std::string, std::string>;
 
 // Parses and validates YAML or JSON text. `source` names the input in messages.
 Result<WorkloadSpec> ParseWorkloadSpec(std::string_view text, std::string_view source = "workload");
+// The rules a spec must also meet to be applied now, beyond what a stored revision is read back
+// with (so a revision stored before a rule existed still loads): run.selector has at most
+// kMaxSelectorLabels labels, each a valid agent label (an agent could hold no other; the bound
+// keeps a queued run's selector inside the claim's index entry). InvalidArgument naming the field.
+Status CheckSpecToApply(const WorkloadSpec& spec, std::string_view source = "workload");
 
 // Canonical JSON (stable key order); ParseWorkloadSpec(ToJson(s)) == s.
 std::string WorkloadSpecToJson(const WorkloadSpec& spec);

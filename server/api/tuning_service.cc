@@ -112,8 +112,10 @@ grpc::Status TuningServiceImpl::ApplyWorkload(grpc::ServerContext* ctx,
                                               const v1::ApplyWorkloadRequest* req,
                                               v1::ApplyWorkloadResponse* resp) {
   TUNECTL_AUTHORIZE(ApplyWorkload);
-  auto spec = ParseWorkloadSpec(req->spec(), req->source().empty() ? "workload" : req->source());
+  const std::string source = req->source().empty() ? "workload" : req->source();
+  auto spec = ParseWorkloadSpec(req->spec(), source);
   if (!spec.ok()) return ToGrpc(spec.status());
+  if (Status st = CheckSpecToApply(*spec, source); !st.ok()) return ToGrpc(st);
   auto r = store_->ApplyWorkload(*spec, req->spec(), ActorOf(*who));
   if (!r.ok()) return ToGrpc(r.status());
   ToProto(r->workload, resp->mutable_workload());
