@@ -27,12 +27,14 @@ ARGS=("$@")
 [[ " $* " == *" --flow-seconds "* ]] || ARGS+=(--flow-seconds 30)
 "$LOADGEN" --db "$DSN" --server-bin "$SERVER" --mode dispatch "${ARGS[@]}" >"$OUT" 2>&1 &
 LG=$!
+echo "dispatch_statements: the load generator connects its agents and warms up (minutes at full size)…" >&2
 until grep -q "measuring [0-9]* s" "$OUT"; do
   kill -0 $LG 2>/dev/null || { cat "$OUT"; exit 1; }
   sleep 0.2
 done
 WINDOW=$(sed -n 's/.*measuring \([0-9]*\) s.*/\1/p' "$OUT" | head -1)
 psql "$DSN dbname=postgres" -qc "SELECT pg_stat_statements_reset()" >/dev/null
+echo "dispatch_statements: measuring ${WINDOW} s…" >&2
 sleep "$WINDOW"
 STATS=$(psql "$DSN dbname=postgres" -c "SELECT calls, round(total_exec_time::numeric) AS total_ms,
   round(mean_exec_time::numeric, 2) AS mean_ms, round(max_exec_time::numeric, 1) AS max_ms,

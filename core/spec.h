@@ -77,7 +77,7 @@ struct RunPolicy {
   int repeats = 5;
   int warmup_steps = 0;                         // samples with step <= this are warm-up
   int64_t timeout_ms = 60LL * 60 * 1000;        // 1h
-  std::map<std::string, std::string> selector;  // agent labels that must match (≤ 16)
+  std::map<std::string, std::string> selector;  // agent labels that must match
   // Tag -> RE2 pattern of a log line marking a step that is not representative (a checkpoint
   // save, an evaluation): that step's samples are left out of every metric's analysis. The step
   // is group "step" (else group 1); a pattern without a group marks the next step reported.

@@ -292,9 +292,9 @@ Result<std::map<int64_t, std::vector<LaunchPlan>>> Store::ClaimRunsFor(
     // statistics think empty, PostgreSQL chose to walk one of them whole instead of looking the ids
     // up). Kept runs are looked for only when an asking agent keeps an experiment at all (a
     // one-time filter).
-    static const char kFreeRunFilter[] =
-        "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND EXISTS (SELECT 1 FROM "
-        "jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND (r.schedule_id IS NULL OR "
+    // A queued run not picked in an earlier round ($6) whose window ($4) is open long enough.
+    static const char kQueuedRunFilter[] =
+        "r.state = 'queued' AND NOT r.id = ANY($6::bigint[]) AND (r.schedule_id IS NULL OR "
         "COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)";
     w.conn().prepare("tunectl_claim_candidates", std::string(R"SQL(
 WITH RECURSIVE f AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS f(agent_id, free)),
@@ -309,10 +309,8 @@ wanted AS MATERIALIZED (
   AND EXISTS (SELECT 1 FROM jsonb_array_elements($3::jsonb) l WHERE s.selector <@ l)),
 free_runs AS MATERIALIZED (
   SELECT x.id, NULL::bigint AS pinned FROM wanted w, LATERAL (
-    SELECT r.id FROM runs r
-    WHERE r.selector = w.selector AND r.state = 'queued' AND NOT r.id = ANY($6::bigint[])
-    AND (r.schedule_id IS NULL
-         OR COALESCE(($4::jsonb ->> r.schedule_id::text)::bigint, -1) >= r.expected_s)
+    SELECT r.id FROM runs r WHERE r.selector = w.selector AND )SQL") +
+                                                     kQueuedRunFilter + R"SQL(
     AND (r.experiment_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM experiments e JOIN agents p ON p.id = e.agent_id
       WHERE e.id = r.experiment_id AND p.connected AND p.unhealthy = ''))
@@ -322,8 +320,9 @@ kept AS MATERIALIZED (
   SELECT r.id, p.id AS pinned, row_number() OVER (PARTITION BY p.id ORDER BY r.id) AS rn
   FROM agents p JOIN experiments e ON e.agent_id = p.id JOIN runs r ON r.experiment_id = e.id
   WHERE EXISTS (SELECT 1 FROM experiments e0 WHERE e0.agent_id = ANY($1::bigint[]))
-  AND p.id = ANY($1::bigint[]) AND p.connected AND p.unhealthy = '' AND )SQL") +
-                                                     kFreeRunFilter + R"SQL(),
+  AND p.id = ANY($1::bigint[]) AND p.connected AND p.unhealthy = ''
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements($3::jsonb) l WHERE r.selector <@ l) AND )SQL" +
+                                                     kQueuedRunFilter + R"SQL(),
 c AS MATERIALIZED (
   SELECT id, pinned FROM free_runs
   UNION ALL
@@ -355,12 +354,12 @@ ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED)SQL");
       for (const auto& l : sets) labels.push_back(l);
       // Spare candidates for picks PlanClaims turns down; few for a small claim, whose locks on
       // runs it does not take would hold them back from claims running beside it.
-      const int margin = std::min(16, 2 + 2 * free_now);
+      const int limit = free_now + std::min(16, 2 + 2 * free_now);
       std::vector<ClaimCandidate> candidates;
       std::map<int64_t, int64_t> schedule_of;
       for (const auto& r :
            w.exec_prepared("tunectl_claim_candidates", PgArray(free_ids), PgArray(free_counts),
-                           labels.dump(), open_windows, free_now + margin, PgArray(seen))) {
+                           labels.dump(), open_windows, limit, PgArray(seen))) {
         ClaimCandidate c;
         c.run_id = r["id"].as<int64_t>();
         c.selector = JsonToMap(r["selector"].as<std::string>());
@@ -374,7 +373,7 @@ ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED)SQL");
         candidates.push_back(std::move(c));
       }
       // Fewer than asked for: no older run was cut off, the next round would find nothing new.
-      const bool all_seen = static_cast<int>(candidates.size()) < free_now + margin;
+      const bool all_seen = static_cast<int>(candidates.size()) < limit;
       const std::vector<ClaimPick> round_picks = PlanClaims(remaining, candidates, caps);
       std::map<int64_t, int64_t> picked_exp;
       for (const auto& c : candidates) picked_exp[c.run_id] = c.experiment_id;

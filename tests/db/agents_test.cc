@@ -335,6 +335,17 @@ std::shared_ptr<RecordingSession> CpuSession(Store& st, const std::string& name,
   return s;
 }
 
+// Stores the success of the run last assigned to `s` (its first attempt).
+void FinishLast(Store& st, const RecordingSession& s) {
+  ASSERT_TRUE(st.FinishRun(s.assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:" + s.name).ok());
+}
+
+// How many runs the database shows assigned to `s`'s agent.
+std::string AssignedTo(TestDb& db, const AgentSession& s) {
+  return db.Scalar("SELECT count(*) FROM runs WHERE state = 'assigned' AND agent_id = " +
+                   std::to_string(s.agent_id));
+}
+
 TEST(Dispatch, AFullAgentIsLeftOutOfPassesUntilASlotMayBeFreeOrASecondHasPassed) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();
@@ -343,16 +354,13 @@ TEST(Dispatch, AFullAgentIsLeftOutOfPassesUntilASlotMayBeFreeOrASecondHasPassed)
   auto s = CpuSession(st, "a", 1);
   Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
   d.Register(s);
-  auto finish_last = [&] {
-    ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
-  };
   EXPECT_EQ(d.DispatchOnce(), 1);  // the first pass asks everyone
   EXPECT_FALSE(s->MayHaveRoom());  // its one slot is taken
-  finish_last();                   // the slot is free in the database, unknown to the hint
+  FinishLast(st, *s);              // the slot is free in the database, unknown to the hint
   EXPECT_EQ(d.DispatchOnce(), 0);  // not asked: no pass walks full agents
   s->SlotMayBeFree();              // what the session does when it stores a RunFinished
   EXPECT_EQ(d.DispatchOnce(), 1);
-  finish_last();
+  FinishLast(st, *s);
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EQ(d.DispatchOnce(), 1);  // once a second every agent is asked, hint or not
   EXPECT_EQ(s->assigned.size(), 3u);
@@ -368,14 +376,12 @@ TEST(Dispatch, AFreedSlotIsClaimedForAtOnceWithoutWaitingForAPass) {
   Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
   d.Register(s);
   ASSERT_EQ(d.DispatchOnce(), 1);
-  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  FinishLast(st, *s);
   EXPECT_EQ(d.ClaimFreedSlot(s), 1);  // what the session does once it stored the RunFinished
   ASSERT_EQ(s->assigned.size(), 2u);
   EXPECT_NE(s->assigned[0], s->assigned[1]);
   EXPECT_FALSE(s->MayHaveRoom());  // full again: no pass needs to ask for it
-  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned' AND agent_id = " +
-                       std::to_string(s->agent_id)),
-            "1");
+  EXPECT_EQ(AssignedTo(*db, *s), "1");
 }
 
 TEST(Dispatch, AFreedSlotOfAnAgentThatCannotTakeWorkIsLeftToAPass) {
@@ -387,7 +393,7 @@ TEST(Dispatch, AFreedSlotOfAnAgentThatCannotTakeWorkIsLeftToAPass) {
   Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
   d.Register(s);
   ASSERT_EQ(d.DispatchOnce(), 1);
-  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  FinishLast(st, *s);
   s->Beat(/*busy=*/true, "");  // its idle probe fails: nothing starts there
   EXPECT_EQ(d.ClaimFreedSlot(s), 0);
   EXPECT_TRUE(s->MayHaveRoom());  // the hint stays: the next pass asks for it
@@ -405,7 +411,7 @@ TEST(Dispatch, AClosingSessionsFreedSlotIsNotClaimedFor) {
   Dispatcher d(&st, DispatcherOptions(), [](LogLevel, const std::string&) {});
   d.Register(s);
   ASSERT_EQ(d.DispatchOnce(), 1);
-  ASSERT_TRUE(st.FinishRun(s->assigned.back(), 1, {0, 0, "", "", 1, 1}, "agent:a").ok());
+  FinishLast(st, *s);
   d.Unregister(s.get());  // the stream is closing; the database still shows the agent connected
   EXPECT_EQ(d.ClaimFreedSlot(s), 0);
   EXPECT_EQ(s->assigned.size(), 1u);
@@ -435,9 +441,7 @@ TEST(Dispatch, ClaimsForOneAgentAtOnceNeverGiveItMoreRunsThanSlots) {
   });
   go = true;
   for (auto& t : threads) t.join();
-  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned' AND agent_id = " +
-                       std::to_string(s->agent_id)),
-            "2");
+  EXPECT_EQ(AssignedTo(*db, *s), "2");
   EXPECT_EQ(s->assigned.size(), 2u);
 }
 
