@@ -157,6 +157,57 @@ TEST(AuthRefusals, AFloodIsRecordedUpToItsBudgetThenAsACount) {
   EXPECT_EQ(db->Scalar(count), "9");
 }
 
+// The server checks a spec being applied whatever client sent it (the CLI checks it too, before
+// sending): a run.selector past 16 labels, or with a label no agent could carry, is refused with
+// the field named, and nothing is stored.
+TEST(ApplyWorkloadOverGrpc, ASelectorAnAgentCouldNeverMatchIsRefusedAndNothingIsStored) {
+  TUNECTL_TEST_DB(db);
+  char dir[] = "/tmp/tunectl-applyspec-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const ServerOptions o = PlainServer(*db, std::string(dir) + "/config");
+  auto server = Server::Start(o, [](LogLevel, const std::string&) {});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const std::string secret = FormatToken(std::string(32, 'q'));
+  ASSERT_TRUE(
+      db->store().CreateToken({"q-admin", Role::kAdmin, ""}, TokenHash(secret), "test").ok());
+  auto stub = v1::TuningService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*server)->port()), grpc::InsecureChannelCredentials()));
+  auto apply = [&](const std::string& selector, v1::ApplyWorkloadResponse* resp) {
+    v1::ApplyWorkloadRequest req;
+    req.set_source("sel.yaml");
+    req.set_spec(
+        "name: sel\ncommand: [\"true\"]\nparams:\n  n: {type: int, default: 1}\n"
+        "metrics:\n  tput: {pattern: 'tput: (?P<value>[0-9.]+)', better: higher, "
+        "role: primary}\nrun:\n  selector: " +
+        selector + "\n");
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    ctx.AddMetadata("authorization", "Bearer " + secret);
+    return stub->ApplyWorkload(&ctx, req, resp);
+  };
+  std::string seventeen = "{";
+  for (int i = 0; i < 17; ++i) seventeen += (i ? ", l" : "l") + std::to_string(i) + ": x";
+  v1::ApplyWorkloadResponse resp;
+  const grpc::Status too_many = apply(seventeen + "}", &resp);
+  EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(too_many.error_message().find("sel.yaml: run.selector: 17 labels; at most 16"),
+            std::string::npos)
+      << too_many.error_message();
+  const grpc::Status bad_key = apply("{'p ool': cpu}", &resp);
+  EXPECT_EQ(bad_key.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad_key.error_message().find("run.selector: key \"p ool\""), std::string::npos)
+      << bad_key.error_message();
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM workloads"), "0");
+  // The same spec with a selector an agent can match is stored.
+  const grpc::Status good = apply("{pool: cpu}", &resp);
+  EXPECT_TRUE(good.ok()) << good.error_message();
+  EXPECT_EQ(resp.action(), "created");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM workloads"), "1");
+  (*server)->Shutdown();
+  server->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LocalAdmin, WithAnExternalDatabaseOnlyTheFirstServerMakesAnAdminToken) {
   TUNECTL_TEST_DB(db);
   char dir[] = "/tmp/tunectl-localadmin-XXXXXX";
