@@ -399,13 +399,16 @@ ORDER BY r.id LIMIT $5 FOR UPDATE OF r SKIP LOCKED)SQL");
       sessions.push_back(by_id[p.agent_id]->session);
     }
     // One statement claims every pick, each only while its agent is still held by the session
-    // that asked, and audits it.
+    // that asked, and audits it. The picks are found by primary key: `COALESCE` keeps the
+    // partial index runs_queued out (with statistics from an empty queue the planner hashed the
+    // whole queue through it to update a run or two).
     w.conn().prepare(
         "tunectl_claim",
         "WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(run_id, "
         "agent_id, session)), u AS (UPDATE runs SET state = 'assigned', agent_id = p.agent_id, "
         "assigned_at = tunectl_now(), reason = '' FROM p, agents a WHERE runs.id = p.run_id AND "
-        "runs.state = 'queued' AND a.id = p.agent_id AND (p.session = '' OR (a.connected AND "
+        "COALESCE(runs.state, '') = 'queued' AND a.id = p.agent_id AND (p.session = '' OR "
+        "(a.connected AND "
         "a.session = p.session)) RETURNING runs.id, runs.attempt, runs.agent_id, runs.launch, "
         "runs.workload_id, runs.experiment_id, runs.arm), au AS (INSERT INTO "
         "audit_events(actor, kind, entity, entity_id, detail) SELECT 'server', 'run.assigned', "
@@ -531,11 +534,13 @@ Result<std::map<int64_t, PendingCancelList>> Store::PendingCancelsFor(
   return InTx<Out>(pool_, clock_, [&](pqxx::work& w) -> Result<Out> {
     Out out;
     if (agent_ids.empty()) return out;
-    for (const auto& r : w.exec_params(Sql("SELECT agent_id, id, attempt FROM runs WHERE "
-                                           "cancel_requested AND agent_id = ANY($1::bigint[]) "
-                                           "AND state IN {held} ORDER BY id"),
-                                       PgArray(agent_ids)))
-      out[r[0].as<int64_t>()].push_back({r[1].as<int64_t>(), r[2].as<int>()});
+    // All pending cancels (a few, from runs_cancel_pending), kept for the agents asked about:
+    // `agent_id = ANY(every connected agent)` would probe the index once per agent, every pass.
+    const std::set<int64_t> wanted(agent_ids.begin(), agent_ids.end());
+    for (const auto& r : w.exec(Sql("SELECT agent_id, id, attempt FROM runs WHERE "
+                                    "cancel_requested AND state IN {held} ORDER BY id")))
+      if (wanted.count(r[0].as<int64_t>()))
+        out[r[0].as<int64_t>()].push_back({r[1].as<int64_t>(), r[2].as<int>()});
     return out;
   });
 }

@@ -87,9 +87,15 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
 }
 
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor) {
-  auto b = w.exec_params("SELECT state, workload_id, spec_revision FROM baselines WHERE id = $1",
+  // While a run of the baseline is active BaselineOutcome decides nothing (core/runs.h): the
+  // runs' facts are loaded only for the finish that may end it, not for each of its N runs
+  // (N finishes × N runs, under the baseline's row lock).
+  auto b = w.exec_params(Sql("SELECT state, workload_id, spec_revision, EXISTS (SELECT 1 FROM runs "
+                             "r WHERE r.baseline_id = b.id AND r.state IN {active}) AS open FROM "
+                             "baselines b WHERE id = $1"),
                          baseline_id);
   if (b.empty() || b[0]["state"].as<std::string>() != Name(BaselineState::kRunning)) return;
+  if (b[0]["open"].as<bool>()) return;
   const std::vector<RunFacts> runs = LoadRunFacts(w, "r.baseline_id = $1", baseline_id);
   auto spec =
       LoadSpecRevision(w, b[0]["workload_id"].as<int64_t>(), b[0]["spec_revision"].as<int>());

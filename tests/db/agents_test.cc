@@ -236,6 +236,14 @@ TEST(Agents, PendingCancelsOfManyAgentsComeFromOneQuery) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)[a].size(), 2u);
   EXPECT_EQ((*c)[b].size(), 1u);
+  auto only_a = st.PendingCancelsFor({a});  // another agent's cancels are not handed out
+  ASSERT_TRUE(only_a.ok());
+  EXPECT_EQ(only_a->count(b), 0u);
+  EXPECT_EQ((*only_a)[a].size(), 2u);
+  // A cancelled run that ended is no longer pending.
+  const int64_t ended = (*c)[b][0].run_id;
+  ASSERT_TRUE(st.FinishRun(ended, 1, RunResult{0, 15, "cancelled", "", 0, 0}, "agent:b").ok());
+  EXPECT_EQ(st.PendingCancelsFor({a, b})->count(b), 0u);
 }
 
 TEST(Agents, ARunItsNodeCouldNotRunIsRetriedAsANewAttempt) {

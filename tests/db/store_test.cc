@@ -208,6 +208,37 @@ TEST(Store, TwoDispatchersNeverClaimTheSameRun) {
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'assigned'"), "200");
 }
 
+// The finish that ends a baseline is the one whose runs are all over; finishes of its runs at
+// the same moment must still end it exactly once (none may take the other's for still running).
+TEST(Store, RunsOfOneBaselineFinishingAtOnceEndItExactlyOnce) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  for (int round = 0; round < 3; ++round) {
+    const int64_t bl = *st.CreateBaseline("demo", 12, "user:t");
+    const int64_t agent = AddAgent(st, "f" + std::to_string(round), {{"pool", "cpu"}}, 12);
+    auto plans = st.ClaimRuns(agent, {{"pool", "cpu"}}, 12);
+    ASSERT_TRUE(plans.ok() && plans->size() == 12u);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 6; ++i)
+      ts.emplace_back([&, i] {
+        for (int k = 0; k < 2; ++k) {
+          const int64_t run = (*plans)[2 * i + k].run_id;
+          EXPECT_TRUE(st.FinishRun(run, 1, RunResult{}, "agent:f").ok());
+        }
+      });
+    for (auto& t : ts) t.join();
+    const std::string id = std::to_string(bl);
+    EXPECT_NE(db->Scalar("SELECT state FROM baselines WHERE id = " + id), "running");
+    EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events WHERE entity = 'baseline' AND "
+                         "entity_id = " +
+                         id +
+                         " AND kind LIKE 'baseline.%' AND kind <> "
+                         "'baseline.created'"),
+              "1");
+  }
+}
+
 TEST(Store, ClaimRespectsSelectorAndFreeSlots) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();
