@@ -67,12 +67,14 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
 
 RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
   std::set<int64_t> batches, baselines, experiments;
+  size_t found = 0;
   for (int64_t id : run_ids) {
     auto r = w.exec_params(
         "SELECT r.baseline_id, r.experiment_id, e.batch_id FROM runs r LEFT JOIN experiments e "
         "ON e.id = r.experiment_id WHERE r.id = $1",
         id);
     if (r.empty()) continue;
+    ++found;
     if (!r[0]["baseline_id"].is_null()) baselines.insert(r[0]["baseline_id"].as<int64_t>());
     if (!r[0]["experiment_id"].is_null()) experiments.insert(r[0]["experiment_id"].as<int64_t>());
     if (!r[0]["batch_id"].is_null()) batches.insert(r[0]["batch_id"].as<int64_t>());
@@ -83,7 +85,8 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
     w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", e);
   return {{batches.begin(), batches.end()},
           {baselines.begin(), baselines.end()},
-          {experiments.begin(), experiments.end()}};
+          {experiments.begin(), experiments.end()},
+          found};
 }
 
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor) {
@@ -634,13 +637,14 @@ Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
 Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const std::string& actor,
                         std::optional<int64_t> reporter) {
   return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
-    if (w.exec_params("SELECT 1 FROM runs WHERE id = $1", run_id).empty())
-      return Status::NotFound("run " + std::to_string(run_id) + " not found");
     const RunOwners owners = LockRunOwners(w, {run_id});
+    if (owners.found == 0) return Status::NotFound("run " + std::to_string(run_id) + " not found");
+    // The reported attempt's stored batches come with the row (one round trip less per finish).
     auto r = w.exec_params(
-        "SELECT attempt, state, launch::text AS launch, cancel_reason, agent_id FROM runs WHERE "
-        "id = $1 FOR UPDATE",
-        run_id);
+        "SELECT attempt, state, launch::text AS launch, cancel_reason, agent_id, (SELECT count(*) "
+        "FROM metric_batches b WHERE b.run_id = runs.id AND b.attempt = $2) AS batches_stored "
+        "FROM runs WHERE id = $1 FOR UPDATE OF runs",
+        run_id, attempt);
     if (reporter && (r[0]["agent_id"].is_null() || r[0]["agent_id"].as<int64_t>() != *reporter))
       return Status::FailedPrecondition("result for run " + std::to_string(run_id) + " attempt " +
                                         std::to_string(attempt) +
@@ -655,10 +659,7 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
     report.reason = res.reason;
     report.duration_reached = res.duration_reached;
     report.batches_sent = res.batches;
-    report.batches_stored =
-        w.exec_params1("SELECT count(*) FROM metric_batches WHERE run_id = $1 AND attempt = $2",
-                       run_id, attempt)[0]
-            .as<int64_t>();
+    report.batches_stored = r[0]["batches_stored"].as<int64_t>();
     report.window_cancel = r[0]["cancel_reason"].as<std::string>() == "window";
     report.stderr_tail = res.stderr_tail;
     report.infra_failure = res.infra_failure;
@@ -694,11 +695,15 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
       if (m.rfind("profile_", 0) == 0 && !launch->profile.empty()) series[m];
     // Steps marked by run.skip_steps (checkpoint saves, evaluations) are left out of every metric.
     const std::map<std::string, int> skipped = DropSkippedSteps(&series);
-    w.exec_params0("DELETE FROM run_summaries WHERE run_id = $1", run_id);
     json detail = {{"attempt", attempt},   {"state", state},           {"exit_code", res.exit_code},
                    {"signal", res.signal}, {"reason", outcome.reason}, {"cause", outcome.cause}};
     std::vector<std::string> names;
     std::vector<SteadyState> analyses;
+    // Every metric's summary in one statement. A run turns terminal once (nothing makes a
+    // terminal run active again), so it has no summary rows before this.
+    std::string rows;
+    auto q = [&w](const auto& v) { return w.quote(v); };
+    auto q_opt = [&w](const std::optional<double>& v) { return v ? w.quote(*v) : "NULL"; };
     for (const auto& [metric, values] : series) {
       SteadyState s = AnalyzeRun(values, launch->warmup_steps, launch->BetterOf(metric));
       names.push_back(metric);
@@ -722,15 +727,19 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
         warnings += (warnings.empty() ? "" : "; ") + std::to_string(it->second) +
                     " sample(s) at skipped steps (run.skip_steps) left out";
       const int64_t last_step = values.empty() ? 0 : values.back().step;
-      w.exec_params0(
+      rows += std::string(rows.empty() ? "" : ",") + "(" + q(run_id) + "," + q(metric) + "," +
+              q(s.samples) + "," + q(s.steady) + "," + q_opt(med) + "," + q_opt(mn) + "," +
+              q_opt(mx) + "," + q(nonfinite) + "," + q(s.usable()) + "," + q(s.detected_warmup) +
+              "," + q(s.mad) + "," + q(s.lag1) + "," + q(warnings) + "," + q(s.slowdown) + "," +
+              q(s.resolution) + "," + q(s.levels) + "," + q(s.steady_from_step) + "," +
+              q(last_step) + ")";
+    }
+    if (!rows.empty())
+      w.exec0(
           "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
           "usable, detected_warmup, mad, lag1, warnings, slowdown, resolution, levels, "
-          "steady_from_step, last_step) "
-          "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)",
-          run_id, metric, s.samples, s.steady, med, mn, mx, nonfinite, s.usable(),
-          s.detected_warmup, s.mad, s.lag1, warnings, s.slowdown, s.resolution, s.levels,
-          s.steady_from_step, last_step);
-    }
+          "steady_from_step, last_step) VALUES " +
+          rows);
     Audit(w, actor, "run." + state, "run", run_id, detail);
     for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
     for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);

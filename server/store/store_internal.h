@@ -150,6 +150,10 @@ std::string Sql(std::string text);
 
 // --- workloads (workloads.cc) ---
 Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name);
+// The workload of a run and, in the same statement, the columns `extra` (SQL over the run `r`
+// and its baseline `b`, if any); NotFound without the run.
+Result<std::pair<WorkloadRow, pqxx::row>> LoadWorkloadOfRun(pqxx::work& w, int64_t run_id,
+                                                            const std::string& extra);
 // The workload named, or the only one when `name` is empty.
 Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& name);
 // The spec a baseline or experiment was started under (its recorded revision).
@@ -169,8 +173,11 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
                                    const std::string& metric = "");
 // Locks, in the store's lock order (batch → baseline → experiment → run), the batches,
 // baselines and experiments the runs belong to. Returns them for the caller to re-evaluate.
+// What owns the given runs, each owner row locked (batches, then baselines, then experiments:
+// the one order every writer takes them in). `found`: how many of the runs exist.
 struct RunOwners {
   std::vector<int64_t> batches, baselines, experiments;
+  size_t found = 0;
 };
 RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids);
 // Completes the baseline (summary over its counting runs) once no run is active. The caller

@@ -157,20 +157,18 @@ namespace internal {
 
 void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
               const std::vector<SteadyState>& analyses) {
-  auto r = w.exec_params(
-      "SELECT r.state AS state, wl.name AS workload, r.config_id AS config_id, "
-      "COALESCE(b.purpose, '') AS purpose, r.reason AS reason FROM runs r JOIN workloads wl ON "
-      "wl.id = r.workload_id LEFT JOIN baselines b ON b.id = r.baseline_id WHERE r.id = $1",
-      run_id);
-  if (r.empty()) return;
-  const std::string state = r[0]["state"].as<std::string>();
-  const std::string purpose = r[0]["purpose"].as<std::string>();
-  auto wl = LoadWorkload(w, r[0]["workload"].as<std::string>());
-  if (!wl.ok()) return;
+  auto of_run = LoadWorkloadOfRun(w, run_id,
+                                  "r.state AS run_state, r.config_id AS run_config_id, "
+                                  "COALESCE(b.purpose, '') AS purpose, r.reason AS run_reason");
+  if (!of_run.ok()) return;
+  const WorkloadRow* wl = &of_run->first;
+  const pqxx::row& run = of_run->second;
+  const std::string state = run["run_state"].as<std::string>();
+  const std::string purpose = run["purpose"].as<std::string>();
   const MetricSpec* primary = wl->spec.PrimaryMetric();
   if (!primary) return;
   // Only a run of the current config changes what the watch sees.
-  if (r[0]["config_id"].as<int64_t>() != wl->config_id) return;
+  if (run["run_config_id"].as<int64_t>() != wl->config_id) return;
   // One watcher per workload at a time: the series and the recorded regressions stay consistent.
   // An advisory lock, not a row lock: a row lock would also block every insert referencing the
   // workload (foreign-key checks) until this transaction ends. Taken only when there is something
@@ -180,7 +178,7 @@ void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& nam
     // One regression per run (one alert, one log entry) naming every metric that degraded.
     auto j = JudgeStabilityRun(wl->spec, run_id, wl->config_version,
                                ParseRunState(state).value_or(RunState::kFailed),
-                               r[0]["reason"].as<std::string>(), names, analyses);
+                               run["run_reason"].as<std::string>(), names, analyses);
     if (!j) return;
     lock();
     Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,

@@ -8,12 +8,16 @@
 namespace tunectl {
 namespace internal {
 
+#define TUNECTL_WORKLOAD_COLUMNS                                                            \
+  "w.id AS id, w.name AS name, w.description AS description, w.spec::text AS spec_json, "   \
+  "w.spec_revision AS spec_revision, c.id AS config_id, c.version AS config_version, "      \
+  "c.params::text AS config_params, tunectl_ts(w.created_at) AS created_at, "               \
+  "COALESCE(tunectl_ts(w.archived_at), '') AS archived_at, COALESCE(w.archived_by, '') AS " \
+  "archived_by "
+#define TUNECTL_WORKLOAD_FROM \
+  "workloads w JOIN config_versions c ON c.workload_id = w.id AND c.is_current "
 const char* const kWorkloadSelect =
-    "SELECT w.id AS id, w.name AS name, w.description AS description, w.spec::text AS "
-    "spec_json, w.spec_revision AS spec_revision, c.id AS config_id, c.version AS "
-    "config_version, c.params::text AS config_params, tunectl_ts(w.created_at) AS created_at, "
-    "COALESCE(tunectl_ts(w.archived_at), '') AS archived_at, COALESCE(w.archived_by, '') AS "
-    "archived_by FROM workloads w JOIN config_versions c ON c.workload_id = w.id AND c.is_current ";
+    "SELECT " TUNECTL_WORKLOAD_COLUMNS "FROM " TUNECTL_WORKLOAD_FROM;
 
 Result<WorkloadRow> WorkloadFromRow(const pqxx::row& r) {
   WorkloadRow w;
@@ -62,6 +66,19 @@ Result<WorkloadRow> LoadWorkload(pqxx::work& w, const std::string& name) {
         (known.empty() ? "none (apply one with tunectl workload apply -f FILE)" : known));
   }
   return WorkloadFromRow(r[0]);
+}
+
+Result<std::pair<WorkloadRow, pqxx::row>> LoadWorkloadOfRun(pqxx::work& w, int64_t run_id,
+                                                            const std::string& extra) {
+  auto r = w.exec_params("SELECT " TUNECTL_WORKLOAD_COLUMNS ", " + extra +
+                             " FROM " TUNECTL_WORKLOAD_FROM
+                             "JOIN runs r ON r.workload_id = w.id LEFT JOIN baselines b ON b.id = "
+                             "r.baseline_id WHERE r.id = $1",
+                         run_id);
+  if (r.empty()) return Status::NotFound("run " + std::to_string(run_id) + " not found");
+  auto wl = WorkloadFromRow(r[0]);
+  if (!wl.ok()) return wl.status();
+  return std::make_pair(std::move(*wl), r[0]);
 }
 
 Result<WorkloadRow> ResolveWorkload(pqxx::work& w, const std::string& workload) {
