@@ -172,9 +172,8 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
                                    std::vector<std::string>* finished_at = nullptr,
                                    const std::string& metric = "");
 // Locks, in the store's lock order (batch → baseline → experiment → run), the batches,
-// baselines and experiments the runs belong to. Returns them for the caller to re-evaluate.
-// What owns the given runs, each owner row locked (batches, then baselines, then experiments:
-// the one order every writer takes them in). `found`: how many of the runs exist.
+// baselines and experiments the runs belong to. Returns them for the caller to re-evaluate, and
+// in `found` how many of the runs exist.
 struct RunOwners {
   std::vector<int64_t> batches, baselines, experiments;
   size_t found = 0;

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <pqxx/pqxx>
 #include <thread>
 
 #include "server/dispatch/dispatcher.h"
 #include "server/store/listener.h"
 #include "server/store/store.h"
+#include "server/store/store_internal.h"
 #include "tests/db/test_db.h"
 
 namespace tunectl {
@@ -244,6 +246,17 @@ TEST(Agents, PendingCancelsOfManyAgentsComeFromOneQuery) {
   const int64_t ended = (*c)[b][0].run_id;
   ASSERT_TRUE(st.FinishRun(ended, 1, RunResult{0, 15, "cancelled", "", 0, 0}, "agent:b").ok());
   EXPECT_EQ(st.PendingCancelsFor({a, b})->count(b), 0u);
+  // The query can use the index of pending cancels (migration 0019): its predicate spells the
+  // same held states as core's list ({held}), or PostgreSQL could only scan the whole table.
+  pqxx::connection conn(db->dsn());
+  pqxx::work w(conn);
+  w.exec("SET LOCAL enable_seqscan = off");
+  std::string plan;
+  for (const auto& row : w.exec("EXPLAIN SELECT agent_id, id, attempt FROM runs WHERE "
+                                "cancel_requested AND state IN " +
+                                internal::HeldStatesSql() + " ORDER BY id"))
+    plan += row[0].as<std::string>() + "\n";
+  EXPECT_NE(plan.find("runs_cancel_pending"), std::string::npos) << plan;
 }
 
 TEST(Agents, ARunItsNodeCouldNotRunIsRetriedAsANewAttempt) {
