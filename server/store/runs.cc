@@ -80,7 +80,11 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
     if (!r[0]["batch_id"].is_null()) batches.insert(r[0]["batch_id"].as<int64_t>());
   }
   for (int64_t b : batches) w.exec_params("SELECT 1 FROM batches WHERE id = $1 FOR UPDATE", b);
-  for (int64_t b : baselines) w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR UPDATE", b);
+  // KEY SHARE: finishes of one baseline's runs do not wait for each other (MaybeCompleteBaseline
+  // serializes only its own check), while a cancel (FOR UPDATE) still waits for them, and they
+  // for it.
+  for (int64_t b : baselines)
+    w.exec_params("SELECT 1 FROM baselines WHERE id = $1 FOR KEY SHARE", b);
   for (int64_t e : experiments)
     w.exec_params("SELECT 1 FROM experiments WHERE id = $1 FOR UPDATE", e);
   return {{batches.begin(), batches.end()},
@@ -90,9 +94,14 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
 }
 
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor) {
+  // The completion lock, to the commit: of finishes running at once, the last to take it sees
+  // the others' runs committed, so exactly one of them ends the baseline (the statements after
+  // it read a new snapshot). Taken last in the transaction, it is held for this check and the
+  // commit only.
+  w.exec_params("SELECT pg_advisory_xact_lock(7325200, ($1::bigint % 2147483647)::int)",
+                baseline_id);
   // While a run of the baseline is active BaselineOutcome decides nothing (core/runs.h): the
-  // runs' facts are loaded only for the finish that may end it, not for each of its N runs
-  // (N finishes × N runs, under the baseline's row lock).
+  // runs' facts are loaded only for the finish that may end it, not for each of its N runs.
   auto b = w.exec_params(Sql("SELECT state, workload_id, spec_revision, EXISTS (SELECT 1 FROM runs "
                              "r WHERE r.baseline_id = b.id AND r.state IN {active}) AS open FROM "
                              "baselines b WHERE id = $1"),
@@ -636,7 +645,9 @@ Result<bool> Store::StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
 
 Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const std::string& actor,
                         std::optional<int64_t> reporter) {
-  return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+  bool watch_due = false;  // the change-point watch, once the finish committed
+  const Status finished = ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+    watch_due = false;
     const RunOwners owners = LockRunOwners(w, {run_id});
     if (owners.found == 0) return Status::NotFound("run " + std::to_string(run_id) + " not found");
     // The reported attempt's stored batches come with the row (one round trip less per finish).
@@ -651,7 +662,11 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
                                         " refused: the run is not assigned to this agent; "
                                         "nothing changed");
     const auto current = ParseRunState(r[0]["state"].as<std::string>());
-    if (r[0]["attempt"].as<int>() != attempt || !current || IsTerminal(*current)) return true;
+    if (r[0]["attempt"].as<int>() != attempt || !current || IsTerminal(*current)) {
+      // A finish sent again (the agent had no ack): the watch's pass may not have run.
+      watch_due = r[0]["attempt"].as<int>() == attempt && current == RunState::kSucceeded;
+      return true;
+    }
 
     RunReport report;
     report.exit_code = res.exit_code;
@@ -743,8 +758,15 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
     Audit(w, actor, "run." + state, "run", run_id, detail);
     for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
     for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);
-    // Last: the watch takes the workload's advisory lock, held from here to the commit only.
-    WatchRun(w, run_id, names, analyses);
+    watch_due = JudgeRunForWatch(w, run_id, names, analyses);
+    return true;
+  }));
+  if (!finished.ok() || !watch_due) return finished;
+  // After the commit, so that the pass of the run committed last sees every point of the series
+  // and finishes of one workload do not wait for each other's watch (WatchSeries). A failure
+  // here is returned: the agent sends the finish again, which runs this pass again.
+  return ToStatus(InTx<bool>(pool_, clock_, [&](pqxx::work& w) -> Result<bool> {
+    WatchSeries(w, run_id);
     return true;
   }));
 }

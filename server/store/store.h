@@ -582,9 +582,11 @@ class Store {
   Result<bool> StoreMetricBatch(int64_t run_id, int attempt, int64_t seq,
                                 const std::vector<SampleIn>& samples,
                                 std::optional<int64_t> reporter = std::nullopt);
-  // Terminal state for the attempt, run summary, and baseline completion when it was the last.
-  // A stale attempt (superseded) changes nothing. Idempotent. With `reporter`, a result for a run
-  // assigned to another agent is FailedPrecondition and changes nothing.
+  // Terminal state for the attempt, run summary, and baseline completion when it was the last;
+  // then, in a transaction of its own, the regression watch over the series the run extends (an
+  // error there is returned after the finish committed: sending the finish again runs the watch
+  // again). A stale attempt (superseded) changes nothing. Idempotent. With `reporter`, a result
+  // for a run assigned to another agent is FailedPrecondition and changes nothing.
   Status FinishRun(int64_t run_id, int attempt, const RunResult& result, const std::string& actor,
                    std::optional<int64_t> reporter = std::nullopt);
   // Runs on these agents that were asked to stop: the dispatcher sends Cancel for them.

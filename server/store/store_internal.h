@@ -2,7 +2,8 @@
 // experiments, freeze, batches, watch). Not for use outside server/store.
 //
 // Lock order, in every transaction that takes more than one: batch → baseline → experiment →
-// run (LockRunOwners). Agent rows are locked only first (ExpireAgents) or alone, and nothing that
+// run (LockRunOwners) → a baseline's completion lock (MaybeCompleteBaseline; advisory, taken in
+// baseline id order). Agent rows are locked only first (ExpireAgents) or alone, and nothing that
 // holds a batch, baseline, experiment or run waits for one. ClaimRuns never waits on an
 // experiment (it skips locked ones), so a cancel or a decision cannot deadlock with dispatch.
 #pragma once
@@ -171,16 +172,18 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
                                    const std::string& order = "r.id",
                                    std::vector<std::string>* finished_at = nullptr,
                                    const std::string& metric = "");
-// Locks, in the store's lock order (batch → baseline → experiment → run), the batches,
-// baselines and experiments the runs belong to. Returns them for the caller to re-evaluate, and
-// in `found` how many of the runs exist.
+// Locks, in the store's lock order (batch → baseline → experiment → run), the batches and
+// experiments the runs belong to (FOR UPDATE) and their baselines (FOR KEY SHARE: shared by
+// finishes, excluded by a cancel). Returns them for the caller to re-evaluate, and in `found` how
+// many of the runs exist.
 struct RunOwners {
   std::vector<int64_t> batches, baselines, experiments;
   size_t found = 0;
 };
 RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids);
 // Completes the baseline (summary over its counting runs) once no run is active. The caller
-// holds the baseline row lock.
+// holds the baseline's row lock (KEY SHARE at least) and has written its runs' changes; this
+// takes the baseline's completion lock (advisory, to the commit), the last lock of the order.
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor);
 // Requeues assigned/running runs as new attempts (or marks them lost when out of attempts).
 int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
@@ -220,12 +223,16 @@ Result<int64_t> ScheduleId(pqxx::work& w, const std::string& name);
 void MaybeFinishBatch(pqxx::work& w, int64_t batch_id, const std::string& actor);
 
 // --- watch (watch.cc) ---
-// After a run's summaries are stored (the caller holds the run's row lock): records the
-// regressions the run confirms, each once, with its tuning-log entry and audit event (actor
-// "watch"). A stability run is judged within itself (`analyses`, one per metric in `names`); any
-// other succeeded run of the current config extends the series that change-point detection
-// watches.
-void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
-              const std::vector<SteadyState>& analyses);
+// In the transaction that stores a run's summaries (the caller holds the run's row lock): a
+// stability run is judged within itself (`analyses`, one per metric in `names`) and what it
+// confirms recorded, once, with its tuning-log entry and audit event (actor "watch"). Returns
+// whether the run extends the series that change-point detection watches (a succeeded run of the
+// current config), i.e. whether WatchSeries is due once the transaction committed.
+bool JudgeRunForWatch(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
+                      const std::vector<SteadyState>& analyses);
+// The change-point watch for a finished run, in a transaction of its own after the run's
+// finish committed: records the regressions the series (its newest points) confirms that are not
+// recorded yet, each once. Takes the workload's watch lock only when there is one to record.
+void WatchSeries(pqxx::work& w, int64_t run_id);
 
 }  // namespace tunectl::internal

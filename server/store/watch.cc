@@ -155,65 +155,82 @@ StabilityRow StabilityFromRow(const pqxx::row& r) {
 
 namespace internal {
 
-void WatchRun(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
-              const std::vector<SteadyState>& analyses) {
+bool JudgeRunForWatch(pqxx::work& w, int64_t run_id, const std::vector<std::string>& names,
+                      const std::vector<SteadyState>& analyses) {
   auto of_run = LoadWorkloadOfRun(w, run_id,
                                   "r.state AS run_state, r.config_id AS run_config_id, "
                                   "COALESCE(b.purpose, '') AS purpose, r.reason AS run_reason");
-  if (!of_run.ok()) return;
+  if (!of_run.ok()) return false;
   const WorkloadRow* wl = &of_run->first;
   const pqxx::row& run = of_run->second;
   const std::string state = run["run_state"].as<std::string>();
-  const std::string purpose = run["purpose"].as<std::string>();
-  const MetricSpec* primary = wl->spec.PrimaryMetric();
-  if (!primary) return;
+  if (!wl->spec.PrimaryMetric()) return false;
   // Only a run of the current config changes what the watch sees.
-  if (run["run_config_id"].as<int64_t>() != wl->config_id) return;
-  // One watcher per workload at a time: the series and the recorded regressions stay consistent.
-  // An advisory lock, not a row lock: a row lock would also block every insert referencing the
-  // workload (foreign-key checks) until this transaction ends. Taken only when there is something
-  // to record or a series to read, last in FinishRun, so it is held for the watch's own work.
-  auto lock = [&] { w.exec_params("SELECT pg_advisory_xact_lock(7325100, $1::int)", wl->id); };
-  if (purpose == "stability") {
+  if (run["run_config_id"].as<int64_t>() != wl->config_id) return false;
+  if (run["purpose"].as<std::string>() == "stability") {
     // One regression per run (one alert, one log entry) naming every metric that degraded.
     auto j = JudgeStabilityRun(wl->spec, run_id, wl->config_version,
                                ParseRunState(state).value_or(RunState::kFailed),
                                run["run_reason"].as<std::string>(), names, analyses);
-    if (!j) return;
-    lock();
+    if (!j) return false;
+    // The workload's watch lock (see WatchSeries), only when there is something to record.
+    w.exec_params("SELECT pg_advisory_xact_lock(7325100, $1::int)", wl->id);
     Record(w, *wl, "stability", j->metric, run_id, std::nullopt, std::nullopt, std::nullopt,
            j->message);
-    return;
+    return false;
   }
-  if (state != "succeeded") return;
-  lock();
+  return state == "succeeded";
+}
+
+void WatchSeries(pqxx::work& w, int64_t run_id) {
+  auto of_run = LoadWorkloadOfRun(w, run_id, "r.config_id AS run_config_id");
+  if (!of_run.ok()) return;
+  const WorkloadRow* wl = &of_run->first;
+  const MetricSpec* primary = wl->spec.PrimaryMetric();
+  if (!primary || of_run->second["run_config_id"].as<int64_t>() != wl->config_id) return;
   // The incremental rule reads only the newest ConfirmOptions::tail points of the series: the
   // work of a finished run does not grow with the history.
   const ConfirmOptions options;
-  const Series series = LoadSeries(w, *wl, primary->name, options.tail);
-  const auto& points = series.points;
-  std::vector<double> values;
-  std::map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < points.size(); ++i) {
-    values.push_back(points[i].value);
-    index_of[points[i].run_id] = i;
-  }
-  if (!index_of.count(run_id)) return;  // not part of the current config's series
-  std::vector<size_t> recorded;
-  for (const auto& g : w.exec_params(
-           "SELECT first_bad_run FROM regressions WHERE config_id = $1 AND metric = $2 AND kind = "
-           "'change_point'",
-           wl->config_id, primary->name))
-    if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
-      recorded.push_back(it->second);
-  for (const ChangePoint& c :
-       NewConfirmedRegressionsInTail(values, !series.more, *primary, recorded, options)) {
-    const int64_t first = points[c.index].run_id;
-    Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
-           "v" + std::to_string(wl->config_version) + ": " +
-               DescribeChange(primary->name, c, "run " + std::to_string(first)) +
-               ", without a config change");
-  }
+  // Reads the series and the regressions recorded on it, and records (when `record`) what the
+  // run confirms that is not recorded yet; returns whether there is such a regression.
+  auto judge = [&](bool record) {
+    const Series series = LoadSeries(w, *wl, primary->name, options.tail);
+    const auto& points = series.points;
+    std::vector<double> values;
+    std::map<int64_t, size_t> index_of;
+    for (size_t i = 0; i < points.size(); ++i) {
+      values.push_back(points[i].value);
+      index_of[points[i].run_id] = i;
+    }
+    if (!index_of.count(run_id)) return false;  // not part of the current config's series
+    std::vector<size_t> recorded;
+    for (const auto& g : w.exec_params(
+             "SELECT first_bad_run FROM regressions WHERE config_id = $1 AND metric = $2 AND "
+             "kind = 'change_point'",
+             wl->config_id, primary->name))
+      if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
+        recorded.push_back(it->second);
+    const std::vector<ChangePoint> found =
+        NewConfirmedRegressionsInTail(values, !series.more, *primary, recorded, options);
+    for (const ChangePoint& c : found) {
+      if (!record) break;
+      const int64_t first = points[c.index].run_id;
+      Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
+             "v" + std::to_string(wl->config_version) + ": " +
+                 DescribeChange(primary->name, c, "run " + std::to_string(first)) +
+                 ", without a config change");
+    }
+    return !found.empty();
+  };
+  // Without a lock first: most finished runs confirm nothing, and then no finish of the workload
+  // waits for another. Every pass reads after its own run committed, so the pass of the run that
+  // committed last sees every point. Only to record, one watcher per workload at a time: with the
+  // workload's advisory lock (not a row lock, which would also block every insert referencing
+  // the workload) the series and the recorded regressions are read again (statements after it
+  // see what the passes before it committed), so a change is recorded once, not once per pass.
+  if (!judge(false)) return;
+  w.exec_params("SELECT pg_advisory_xact_lock(7325100, $1::int)", wl->id);
+  judge(true);
 }
 
 }  // namespace internal

@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
+#include <pqxx/pqxx>
 #include <set>
 #include <thread>
 
@@ -237,6 +241,86 @@ TEST(Store, RunsOfOneBaselineFinishingAtOnceEndItExactlyOnce) {
                          "'baseline.created'"),
               "1");
   }
+}
+
+// A baseline of two claimed runs, and the finish of the first one started and held on its run's
+// row (another transaction holds that row lock), where it has taken its owners' locks already.
+// Release with hold.abort() or hold.commit() before the end of the test.
+struct HeldFinish {
+  std::future<Status> finish;  // first: destroyed last, after `hold` let it go on
+  int64_t baseline = 0, held = 0, other = 0;
+  std::unique_ptr<pqxx::connection> raw;
+  std::unique_ptr<pqxx::work> hold;
+};
+
+void StartHeldFinish(TestDb& db, HeldFinish* h) {
+  Store& st = db.store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  h->baseline = *st.CreateBaseline("demo", 2, "user:t");
+  const int64_t agent = AddAgent(st, "f", {{"pool", "cpu"}}, 2);
+  auto plans = st.ClaimRuns(agent, {{"pool", "cpu"}}, 2);
+  ASSERT_TRUE(plans.ok() && plans->size() == 2u);
+  h->held = (*plans)[0].run_id;
+  h->other = (*plans)[1].run_id;
+  h->raw = std::make_unique<pqxx::connection>(db.dsn());
+  h->hold = std::make_unique<pqxx::work>(*h->raw);
+  h->hold->exec_params("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", h->held);
+  const int64_t run = h->held;
+  h->finish = std::async(std::launch::async,
+                         [&st, run] { return st.FinishRun(run, 1, RunResult{}, "agent:f"); });
+  const std::string waiting =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "wait_event_type = 'Lock'";
+  for (int i = 0; i < 200 && db.Scalar(waiting) != "1"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_EQ(db.Scalar(waiting), "1") << "the first finish never reached its run's row lock";
+}
+
+// A finish of a baseline's run does not wait for another finish of the same baseline that is
+// still in its transaction; the held one, the last, then ends the baseline, once.
+TEST(Store, AFinishDoesNotWaitForAnotherFinishOfTheSameBaseline) {
+  TUNECTL_TEST_DB(db);
+  HeldFinish h;
+  StartHeldFinish(*db, &h);
+  if (HasFatalFailure()) return;
+  auto second = std::async(std::launch::async, [&] {
+    return db->store().FinishRun(h.other, 1, RunResult{}, "agent:f");
+  });
+  const bool prompt = second.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  const std::string bl = std::to_string(h.baseline);
+  const std::string state_then = db->Scalar("SELECT state FROM baselines WHERE id = " + bl);
+  h.hold->abort();
+  EXPECT_TRUE(prompt) << "the second finish waited for the first one's transaction";
+  EXPECT_EQ(state_then, "running") << "ended while a run was still being finished";
+  EXPECT_TRUE(second.get().ok());
+  EXPECT_TRUE(h.finish.get().ok());
+  EXPECT_NE(db->Scalar("SELECT state FROM baselines WHERE id = " + bl), "running");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events WHERE entity = 'baseline' AND kind "
+                       "LIKE 'baseline.%' AND kind <> 'baseline.created'"),
+            "1");
+}
+
+// A cancel of the baseline waits for a finish of one of its runs in flight (and the other way
+// round), so it never interleaves with one: the finish's run is not cancelled under it.
+TEST(Store, ACancelWaitsForAFinishOfTheBaselineInFlight) {
+  TUNECTL_TEST_DB(db);
+  HeldFinish h;
+  StartHeldFinish(*db, &h);
+  if (HasFatalFailure()) return;
+  auto cancel = std::async(std::launch::async,
+                           [&] { return db->store().CancelBaseline(h.baseline, "user:t"); });
+  const bool waited =
+      cancel.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout;
+  h.hold->commit();
+  EXPECT_TRUE(waited) << "the cancel did not wait for the finish in flight";
+  EXPECT_TRUE(h.finish.get().ok());
+  auto cancelled = cancel.get();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().message();
+  EXPECT_EQ(cancelled->state, "cancelled");
+  EXPECT_EQ(db->Scalar("SELECT state NOT IN ('cancelled', 'assigned', 'running') AND NOT "
+                       "cancel_requested FROM runs WHERE id = " +
+                       std::to_string(h.held)),
+            "t");
 }
 
 TEST(Store, ClaimRespectsSelectorAndFreeSlots) {

@@ -1,7 +1,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <future>
+#include <pqxx/pqxx>
+#include <set>
+#include <thread>
 
 #include "server/dispatch/dispatcher.h"
 #include "server/store/leader.h"
@@ -240,6 +245,77 @@ TEST(Watch, AfterALongHistoryTheNewestRunsAreWatched) {
   auto whole = c.st().GetRegressionSeries("demo", kMaxSeriesPoints);
   EXPECT_EQ(whole->points.size(), 336u);
   EXPECT_FALSE(whole->more_points);
+}
+
+// A finished run that confirms nothing does not wait for the workload's watcher: here one holds
+// the workload's watch lock (as one recording a regression does, to its commit).
+TEST(Watch, AFinishThatConfirmsNothingDoesNotWaitForTheWatcher) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  History(*c.db, 40, 100);
+  ASSERT_TRUE(c.st().CreateBaseline("demo", 1, "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 100);
+  ASSERT_EQ(plans->size(), 1u);
+  const LaunchPlan p = (*plans)[0];
+  ASSERT_TRUE(c.st().MarkRunStarted(p.run_id, p.attempt, c.agent).ok());
+  std::vector<SampleIn> samples;
+  for (int i = 0; i < 12; ++i) samples.push_back({"sps", i + 1, 100.5, i + 1});
+  ASSERT_TRUE(*c.st().StoreMetricBatch(p.run_id, p.attempt, 1, samples));
+  pqxx::connection raw(c.db->dsn());
+  pqxx::work hold(raw);
+  hold.exec(
+      "SELECT pg_advisory_xact_lock(7325100, (SELECT id FROM workloads WHERE name = "
+      "'demo')::int)");
+  RunResult r;
+  r.batches = 1;
+  auto finish =
+      std::async(std::launch::async, [&] { return c.st().FinishRun(p.run_id, 1, r, "agent:n1"); });
+  const bool prompt = finish.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  hold.abort();
+  EXPECT_TRUE(prompt) << "the finish waited for the workload's watch lock";
+  EXPECT_TRUE(finish.get().ok());
+  EXPECT_EQ(c.db->Scalar("SELECT state FROM runs WHERE id = " + std::to_string(p.run_id)),
+            "succeeded");
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "0");
+}
+
+// A step in runs that finish at once on many agents (each finish's watch pass reading without a
+// lock) is recorded once, with one log entry, at one of the new runs.
+TEST(Watch, AStepInRunsFinishingAtOnceIsRecordedOnce) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  History(*c.db, 60, 100);
+  ASSERT_TRUE(c.st().CreateBaseline("demo", 16, "user:t").ok());
+  auto plans = c.st().ClaimRuns(c.agent, {}, 100);
+  ASSERT_EQ(plans->size(), 16u);
+  std::set<int64_t> fresh;
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const LaunchPlan& p = (*plans)[i];
+    fresh.insert(p.run_id);
+    ASSERT_TRUE(c.st().MarkRunStarted(p.run_id, p.attempt, c.agent).ok());
+    std::vector<SampleIn> samples;
+    const std::vector<double> level =
+        Level(85 * (1 + 0.01 * std::sin(2.3 * static_cast<double>(i))), 12, static_cast<int>(i));
+    for (size_t k = 0; k < level.size(); ++k)
+      samples.push_back(
+          {"sps", static_cast<int64_t>(k) + 1, level[k], static_cast<int64_t>(k) + 1});
+    ASSERT_TRUE(*c.st().StoreMetricBatch(p.run_id, p.attempt, 1, samples));
+  }
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      RunResult r;
+      r.batches = 1;
+      for (size_t i = t; i < plans->size(); i += 8)
+        EXPECT_TRUE(c.st().FinishRun((*plans)[i].run_id, 1, r, "agent:n1").ok());
+    });
+  for (auto& t : ts) t.join();
+  auto series = c.st().GetRegressionSeries("demo");
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  ASSERT_EQ(series->recorded.size(), 1u);
+  EXPECT_EQ(fresh.count(series->recorded[0].first_bad_run), 1u);
+  EXPECT_NEAR(*series->recorded[0].after, 85, 2);
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM tuning_log WHERE kind = 'regression'"), "1");
 }
 
 TEST(Watch, StableSeriesRecordsNothing) {
