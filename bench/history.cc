@@ -241,19 +241,8 @@ int main(int argc, char** argv) {
     o.experiments = 300, o.series = 300, o.runs = 1600, o.samples = 16000, o.log = 2000;
     o.batches = 60;
   }
-  if (o.db.empty())
-    for (const char* env : {"TUNECTL_BENCH_DSN", "TUNECTL_TEST_DSN"})
-      if (const char* v = std::getenv(env); v && *v && o.db.empty()) o.db = v;
-  if (o.db.empty() && o.smoke && !std::getenv("TUNECTL_REQUIRE_DB")) {
-    std::fprintf(stderr, "bench_history: skipped: no TUNECTL_TEST_DSN\n");
-    return 77;  // ctest's SKIP_RETURN_CODE
-  }
-  if (o.db.empty()) {
-    std::fprintf(stderr,
-                 "error: --db: no database; pass a superuser DSN of a PostgreSQL "
-                 "(or set TUNECTL_BENCH_DSN)\n");
-    return 2;
-  }
+  o.db = loadgen::BenchAdminDsn(o.db);
+  if (o.db.empty()) return loadgen::NoBenchDb("bench_history", o.smoke);
   if (o.batches * 4 > o.experiments || o.series + 4 * o.experiments >= o.runs) {
     std::fprintf(stderr,
                  "error: --runs %d must exceed --series + 4 × --experiments (%d), and --batches "

@@ -813,19 +813,8 @@ int main(int argc, char** argv) {
     if (unset("--scale-seconds")) o.scale_seconds = 3;
     if (unset("--settle")) o.settle_seconds = 1;
   }
-  if (o.db.empty()) {
-    for (const char* env : {"TUNECTL_BENCH_DSN", "TUNECTL_TEST_DSN"})
-      if (const char* v = std::getenv(env); v && *v) {
-        o.db = v;
-        break;
-      }
-  }
-  if (o.db.empty()) {
-    std::fprintf(stderr,
-                 "error: --db: no database; pass a superuser DSN of a PostgreSQL on this "
-                 "machine (scripts/bench-agents starts one)\n");
-    return 2;
-  }
+  o.db = tunectl::loadgen::BenchAdminDsn(o.db);
+  if (o.db.empty()) return tunectl::loadgen::NoBenchDb("tunectl-loadgen", false);
   if (o.server_bin.empty())
     o.server_bin = (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() /
                     "tunectl-server")

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -408,6 +410,24 @@ double Percentile(std::vector<double> v, double q) {
   auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
   rank = std::clamp<size_t>(rank, 1, v.size());
   return v[rank - 1];
+}
+
+std::string BenchAdminDsn(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  for (const char* env : {"TUNECTL_BENCH_DSN", "TUNECTL_TEST_DSN"})
+    if (const char* v = std::getenv(env); v && *v) return v;
+  return "";
+}
+
+int NoBenchDb(const std::string& bench, bool smoke) {
+  if (smoke && !std::getenv("TUNECTL_REQUIRE_DB")) {
+    std::fprintf(stderr, "%s: skipped: no TUNECTL_TEST_DSN\n", bench.c_str());
+    return 77;
+  }
+  std::fprintf(stderr,
+               "error: --db: no database; pass a superuser DSN of a PostgreSQL on this machine "
+               "(or set TUNECTL_BENCH_DSN; scripts/bench-agents starts one)\n");
+  return 2;
 }
 
 double Median(std::vector<double> v) {

@@ -111,6 +111,14 @@ class Tuning {
 std::string WorkloadJson(const std::string& name,
                          const std::vector<std::pair<std::string, std::string>>& selector);
 
+// The admin DSN a bench runs against: `flag` when given, else $TUNECTL_BENCH_DSN, else
+// $TUNECTL_TEST_DSN; "" when none is set.
+std::string BenchAdminDsn(const std::string& flag);
+// What a bench without a database does: a smoke run (ctest) without TUNECTL_REQUIRE_DB is skipped
+// (prints why, returns 77, ctest's SKIP_RETURN_CODE); otherwise it is an error of --db (prints
+// it, returns 2).
+int NoBenchDb(const std::string& bench, bool smoke);
+
 // Nearest-rank percentile of unsorted values (q in [0, 1]); NaN for none.
 double Percentile(std::vector<double> v, double q);
 double Median(std::vector<double> v);
