@@ -1,7 +1,7 @@
 #include "core/statistics.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cmath>  // ::lgamma_r (glibc, with g++'s _GNU_SOURCE)
 #include <limits>
 
 namespace tunectl {
@@ -38,6 +38,13 @@ double BetaContinuedFraction(double x, double a, double b) {
   return h;
 }
 
+// log Γ(x) for x > 0 without std::lgamma's write to the global `signgam`: a data race when
+// analyses run on several threads at once (finishes of runs, the regression watch).
+double LogGamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
 double Variance(const std::vector<double>& v, double mean) {
   double ss = 0;
   for (double x : v) ss += (x - mean) * (x - mean);
@@ -56,7 +63,7 @@ double RegularizedBeta(double x, double a, double b) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
   const double lbt =
-      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+      LogGamma(a + b) - LogGamma(a) - LogGamma(b) + a * std::log(x) + b * std::log1p(-x);
   if (x < (a + 1) / (a + b + 2)) return std::exp(lbt) * BetaContinuedFraction(x, a, b) / a;
   return 1 - std::exp(lbt) * BetaContinuedFraction(1 - x, b, a) / b;
 }
@@ -281,7 +288,7 @@ double FisherExactGreater(int a, int na, int b, int nb) {
   const int events = a + b, n = na + nb;
   if (events <= 0 || na < 0 || nb <= 0 || a > na || b > nb) return 1;
   auto lchoose = [](int n_, int k_) {
-    return std::lgamma(n_ + 1.0) - std::lgamma(k_ + 1.0) - std::lgamma(n_ - k_ + 1.0);
+    return LogGamma(n_ + 1.0) - LogGamma(k_ + 1.0) - LogGamma(n_ - k_ + 1.0);
   };
   const double total = lchoose(n, events);
   double p = 0;

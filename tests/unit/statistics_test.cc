@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "tests/unit/oracle_vectors.h"
 
@@ -21,6 +23,24 @@ TEST(StudentT, CdfMatchesScipy) {
   for (const auto& c : cases)
     ExpectRel(StudentTCdf(c["t"], c["df"]), c["cdf"], 1e-9,
               "t=" + c["t"].dump() + " df=" + c["df"].dump());
+}
+
+// Analyses run on several threads at once (run finishes, the regression watch): the same values
+// from each, and nothing shared written (scripts/test-sanitize thread reports a race here).
+TEST(StudentT, CdfIsTheSameFromThreadsAtOnce) {
+  std::vector<double> want;
+  for (int i = 0; i < 200; ++i) want.push_back(StudentTCdf(-4 + 0.04 * i, 3 + i % 20));
+  std::vector<std::vector<double>> got(4);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&got, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        got[t].clear();
+        for (int i = 0; i < 200; ++i) got[t].push_back(StudentTCdf(-4 + 0.04 * i, 3 + i % 20));
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (const auto& g : got) EXPECT_EQ(g, want);
 }
 
 TEST(StudentT, QuantileMatchesScipy) {
