@@ -385,7 +385,8 @@ void Dispatch(const Options& o, Outcome& out) {
   PrintServerLimits(server, total);
   Tuning tuning(server.address());
   // The stream's runs are spread over workloads in small baselines, as a cluster's are: a finished
-  // run takes its baseline's row lock and its workload's regression-watch lock.
+  // run takes its baseline's completion lock, and its workload's regression-watch lock when it
+  // confirms a regression.
   for (int w = 0; w < o.flow_workloads; ++w)
     tuning.ApplyWorkload(WorkloadJson("lg-flow-" + std::to_string(w), {{"pool", "cpu"}}));
   for (int b = 0; b < o.bursts; ++b)

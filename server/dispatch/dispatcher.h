@@ -62,7 +62,8 @@ class AgentSession {
   std::atomic<bool> busy{false};  // idle probe failed: start nothing here
   std::atomic<int64_t> last_beat_ms{NowSteadyMs()};
   // The server itself holds the agent's next message back (its last one waits for the store, e.g.
-  // a finish queued behind a baseline's row lock): the agent is not silent while this is set.
+  // a finish queued behind another finish's baseline completion): the agent is not silent while
+  // this is set.
   std::atomic<bool> awaiting_store{false};
 
   // Whether a dispatch pass should ask for this agent: it may have a free slot. A hint that keeps

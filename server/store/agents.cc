@@ -1,5 +1,6 @@
 // Store: agents, their sessions and dispatch (claiming runs, cancels).
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
@@ -196,20 +197,20 @@ Result<int> Store::ExpireAgents(int timeout_s) {
             "make_interval(secs => $1) AND (a.connected OR EXISTS (SELECT 1 FROM runs r WHERE "
             "r.agent_id = a.id AND r.state IN {held})) FOR UPDATE SKIP LOCKED"),
         timeout_s);
-    int n = 0;
+    // Every expired agent's runs in one requeue: their owners' and rows' locks all come before
+    // the first baseline's completion lock (store_internal.h's order), as in a finish.
+    std::map<int64_t, std::string> why_of_run;
     for (const auto& a : agents) {
       const int64_t id = a[0].as<int64_t>();
       auto was = w.exec_params(
           "UPDATE agents SET connected = false WHERE id = $1 AND connected RETURNING id", id);
       if (!was.empty())
         Audit(w, "server", "agent.expired", "agent", id, {{"silent_for_s", timeout_s}});
-      std::vector<int64_t> runs;
       for (const auto& r :
            w.exec_params(Sql("SELECT id FROM runs WHERE agent_id = $1 AND state IN {held}"), id))
-        runs.push_back(r[0].as<int64_t>());
-      n += RequeueRuns(w, runs, "lost: agent " + a[1].as<std::string>() + " went silent", "server");
+        why_of_run[r[0].as<int64_t>()] = "lost: agent " + a[1].as<std::string>() + " went silent";
     }
-    return n;
+    return RequeueRuns(w, why_of_run, "server");
   });
 }
 

@@ -96,8 +96,8 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids) {
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor) {
   // The completion lock, to the commit: of finishes running at once, the last to take it sees
   // the others' runs committed, so exactly one of them ends the baseline (the statements after
-  // it read a new snapshot). Taken last in the transaction, it is held for this check and the
-  // commit only.
+  // it read a new snapshot). Taken last in a finish, it is held for this check (and the
+  // completion, by the one that completes) and the commit.
   w.exec_params("SELECT pg_advisory_xact_lock(7325200, ($1::bigint % 2147483647)::int)",
                 baseline_id);
   // While a run of the baseline is active BaselineOutcome decides nothing (core/runs.h): the
@@ -138,10 +138,19 @@ void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string
 
 int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
                 const std::string& actor) {
-  if (run_ids.empty()) return 0;
+  std::map<int64_t, std::string> why_of_run;
+  for (int64_t id : run_ids) why_of_run[id] = why;
+  return RequeueRuns(w, why_of_run, actor);
+}
+
+int RequeueRuns(pqxx::work& w, const std::map<int64_t, std::string>& why_of_run,
+                const std::string& actor) {
+  if (why_of_run.empty()) return 0;
+  std::vector<int64_t> run_ids;
+  for (const auto& [id, why] : why_of_run) run_ids.push_back(id);
   const RunOwners owners = LockRunOwners(w, run_ids);
   int n = 0;
-  for (int64_t id : run_ids) {
+  for (const auto& [id, why] : why_of_run) {  // in id order
     auto r =
         w.exec_params("SELECT attempt, max_attempts, state FROM runs WHERE id = $1 FOR UPDATE", id);
     if (r.empty()) continue;
@@ -756,9 +765,11 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
           "steady_from_step, last_step) VALUES " +
           rows);
     Audit(w, actor, "run." + state, "run", run_id, detail);
+    // Before the completion lock (the watch lock it may take comes first in the order), so that
+    // lock is held for the completion's own work and the commit.
+    watch_due = JudgeRunForWatch(w, run_id, names, analyses);
     for (int64_t b : owners.baselines) MaybeCompleteBaseline(w, b, actor);
     for (int64_t e : owners.experiments) MaybeDecideExperiment(w, e, actor);
-    watch_due = JudgeRunForWatch(w, run_id, names, analyses);
     return true;
   }));
   if (!finished.ok() || !watch_due) return finished;

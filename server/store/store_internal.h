@@ -2,13 +2,15 @@
 // experiments, freeze, batches, watch). Not for use outside server/store.
 //
 // Lock order, in every transaction that takes more than one: batch → baseline → experiment →
-// run (LockRunOwners) → a baseline's completion lock (MaybeCompleteBaseline; advisory, taken in
-// baseline id order). Agent rows are locked only first (ExpireAgents) or alone, and nothing that
-// holds a batch, baseline, experiment or run waits for one. ClaimRuns never waits on an
-// experiment (it skips locked ones), so a cancel or a decision cannot deadlock with dispatch.
+// run (LockRunOwners) → the workload's watch lock (advisory; a stability run's judgement) → a
+// baseline's completion lock (MaybeCompleteBaseline; advisory, in baseline id order). Agent rows
+// are locked only first (ExpireAgents) or alone, and nothing that holds a batch, baseline,
+// experiment or run waits for one. ClaimRuns never waits on an experiment (it skips locked ones),
+// so a cancel or a decision cannot deadlock with dispatch.
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
@@ -185,7 +187,11 @@ RunOwners LockRunOwners(pqxx::work& w, const std::vector<int64_t>& run_ids);
 // holds the baseline's row lock (KEY SHARE at least) and has written its runs' changes; this
 // takes the baseline's completion lock (advisory, to the commit), the last lock of the order.
 void MaybeCompleteBaseline(pqxx::work& w, int64_t baseline_id, const std::string& actor);
-// Requeues assigned/running runs as new attempts (or marks them lost when out of attempts).
+// Requeues assigned/running runs as new attempts (or marks them lost when out of attempts), each
+// for its reason (run id → why), then re-evaluates their baselines and experiments. All of their
+// locks are taken before the first completion lock: call it once per transaction.
+int RequeueRuns(pqxx::work& w, const std::map<int64_t, std::string>& why_of_run,
+                const std::string& actor);
 int RequeueRuns(pqxx::work& w, const std::vector<int64_t>& run_ids, const std::string& why,
                 const std::string& actor);
 

@@ -270,7 +270,7 @@ void StartHeldFinish(TestDb& db, HeldFinish* h) {
                          [&st, run] { return st.FinishRun(run, 1, RunResult{}, "agent:f"); });
   const std::string waiting =
       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-      "wait_event_type = 'Lock'";
+      "backend_type = 'client backend' AND wait_event_type = 'Lock'";
   for (int i = 0; i < 200 && db.Scalar(waiting) != "1"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   ASSERT_EQ(db.Scalar(waiting), "1") << "the first finish never reached its run's row lock";
@@ -309,10 +309,18 @@ TEST(Store, ACancelWaitsForAFinishOfTheBaselineInFlight) {
   if (HasFatalFailure()) return;
   auto cancel = std::async(std::launch::async,
                            [&] { return db->store().CancelBaseline(h.baseline, "user:t"); });
-  const bool waited =
-      cancel.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout;
+  // Where it waits: at its lock on the baseline (the finish holds it), not later at the run's row
+  // (which the held transaction holds too).
+  const std::string at_baseline =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "wait_event_type = 'Lock' AND query LIKE '%FROM baselines WHERE id = $1 FOR UPDATE%'";
+  for (int i = 0; i < 200 && db->Scalar(at_baseline) != "1"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  const std::string waited = db->Scalar(at_baseline);
+  const bool pending = cancel.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout;
   h.hold->commit();
-  EXPECT_TRUE(waited) << "the cancel did not wait for the finish in flight";
+  EXPECT_EQ(waited, "1") << "the cancel did not wait for the finish at the baseline";
+  EXPECT_TRUE(pending) << "the cancel did not wait for the finish in flight";
   EXPECT_TRUE(h.finish.get().ok());
   auto cancelled = cancel.get();
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().message();
