@@ -113,27 +113,34 @@ class WaitSampler {
       stop_ = true;
       thread_.join();
     }
+    if (!error_.empty()) throw std::runtime_error("lock sampler: " + error_);
     return samples_ ? Waits{row_ / samples_, advisory_ / samples_} : Waits{};
   }
 
  private:
   void Loop() {
-    while (!stop_) {
-      pqxx::nontransaction n(conn_);
-      for (const auto& r :
-           n.exec("SELECT l.locktype, count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = "
-                  "l.pid WHERE NOT l.granted AND a.datname = current_database() GROUP BY 1")) {
-        const std::string type = r[0].as<std::string>();
-        (type == "advisory" ? advisory_ : row_) += r[1].as<double>();
+    try {
+      while (!stop_) {
+        pqxx::nontransaction n(conn_);
+        for (const auto& r : n.exec(
+                 "SELECT l.locktype, count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = "
+                 "l.pid WHERE NOT l.granted AND a.datname = current_database() AND l.locktype "
+                 "IN ('tuple', 'transactionid', 'advisory') GROUP BY 1")) {
+          const std::string type = r[0].as<std::string>();
+          (type == "advisory" ? advisory_ : row_) += r[1].as<double>();
+        }
+        ++samples_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
-      ++samples_;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (const std::exception& e) {
+      error_ = e.what();
     }
   }
   pqxx::connection conn_;
   std::atomic<bool> stop_{false};
   double row_ = 0, advisory_ = 0;
   int samples_ = 0;
+  std::string error_;
   std::thread thread_;
 };
 
@@ -172,7 +179,7 @@ int main(int argc, char** argv) {
                  "admin DSN of a PostgreSQL (key=value); a fresh database is made in it "
                  "(default $TUNECTL_BENCH_DSN or $TUNECTL_TEST_DSN)");
   app.add_option("--runs", o.runs, "runs finished per arrangement and round")
-      ->check(CLI::Range(2, 100000));
+      ->check(CLI::Range(2, 1000));  // a baseline's runs: at most 1000
   app.add_option("--threads", o.threads, "threads finishing at once")->check(CLI::Range(2, 64));
   app.add_option("--rounds", o.rounds, "rounds of each arrangement")->check(CLI::Range(1, 20));
   app.add_option("--samples", o.samples, "samples per run and metric")
@@ -186,6 +193,12 @@ int main(int argc, char** argv) {
   if (o.runs % o.threads != 0) {
     std::fprintf(stderr, "error: --runs %d must be a multiple of --threads %d\n", o.runs,
                  o.threads);
+    return 2;
+  }
+  if (o.durable && o.db.empty()) {
+    std::fprintf(stderr,
+                 "error: --durable: needs --db (it changes that PostgreSQL's settings for the run; "
+                 "not taken from the environment)\n");
     return 2;
   }
   o.db = loadgen::BenchAdminDsn(o.db);
