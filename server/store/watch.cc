@@ -191,18 +191,21 @@ void WatchSeries(pqxx::work& w, int64_t run_id) {
   // The incremental rule reads only the newest ConfirmOptions::tail points of the series: the
   // work of a finished run does not grow with the history.
   const ConfirmOptions options;
-  // Reads the series and the regressions recorded on it, and records (when `record`) what the
-  // run confirms that is not recorded yet; returns whether there is such a regression.
-  auto judge = [&](bool record) {
-    const Series series = LoadSeries(w, *wl, primary->name, options.tail);
-    const auto& points = series.points;
+  // The series' newest points and the regressions they confirm that are not recorded yet;
+  // nothing when the run is not (or no longer) among those points.
+  struct Judged {
+    std::vector<SeriesPoint> points;
+    std::vector<ChangePoint> found;
+  };
+  auto judge = [&]() -> Judged {
+    Series series = LoadSeries(w, *wl, primary->name, options.tail);
     std::vector<double> values;
     std::map<int64_t, size_t> index_of;
-    for (size_t i = 0; i < points.size(); ++i) {
-      values.push_back(points[i].value);
-      index_of[points[i].run_id] = i;
+    for (size_t i = 0; i < series.points.size(); ++i) {
+      values.push_back(series.points[i].value);
+      index_of[series.points[i].run_id] = i;
     }
-    if (!index_of.count(run_id)) return false;  // not part of the current config's series
+    if (!index_of.count(run_id)) return {};
     std::vector<size_t> recorded;
     for (const auto& g : w.exec_params(
              "SELECT first_bad_run FROM regressions WHERE config_id = $1 AND metric = $2 AND "
@@ -210,17 +213,8 @@ void WatchSeries(pqxx::work& w, int64_t run_id) {
              wl->config_id, primary->name))
       if (auto it = index_of.find(g[0].as<int64_t>()); it != index_of.end())
         recorded.push_back(it->second);
-    const std::vector<ChangePoint> found =
-        NewConfirmedRegressionsInTail(values, !series.more, *primary, recorded, options);
-    for (const ChangePoint& c : found) {
-      if (!record) break;
-      const int64_t first = points[c.index].run_id;
-      Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
-             "v" + std::to_string(wl->config_version) + ": " +
-                 DescribeChange(primary->name, c, "run " + std::to_string(first)) +
-                 ", without a config change");
-    }
-    return !found.empty();
+    auto found = NewConfirmedRegressionsInTail(values, !series.more, *primary, recorded, options);
+    return {std::move(series.points), std::move(found)};
   };
   // Without a lock first: most finished runs confirm nothing, and then no finish of the workload
   // waits for another. Every pass reads after its own run committed, so the pass of the run that
@@ -228,9 +222,16 @@ void WatchSeries(pqxx::work& w, int64_t run_id) {
   // workload's advisory lock (not a row lock, which would also block every insert referencing
   // the workload) the series and the recorded regressions are read again (statements after it
   // see what the passes before it committed), so a change is recorded once, not once per pass.
-  if (!judge(false)) return;
+  if (judge().found.empty()) return;
   w.exec_params("SELECT pg_advisory_xact_lock(7325100, $1::int)", wl->id);
-  judge(true);
+  const Judged j = judge();
+  for (const ChangePoint& c : j.found) {
+    const int64_t first = j.points[c.index].run_id;
+    Record(w, *wl, "change_point", primary->name, first, c.before, c.after, c.p,
+           "v" + std::to_string(wl->config_version) + ": " +
+               DescribeChange(primary->name, c, "run " + std::to_string(first)) +
+               ", without a config change");
+  }
 }
 
 }  // namespace internal
