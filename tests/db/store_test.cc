@@ -434,6 +434,63 @@ TEST(Store, RunsOfASilentAgentAreRequeuedAsNewAttempts) {
   EXPECT_EQ(st.GetRun(run)->state, "queued");
 }
 
+// Silent agents expire in one step (their runs requeued together); each run still says which
+// agent it was lost with.
+TEST(Store, AnExpiryOfTwoAgentsRequeuesEachRunNamingItsOwnAgent) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:t").ok());
+  const int64_t n1 = AddAgent(st, "n1"), n2 = AddAgent(st, "n2");
+  const int64_t r1 = (*st.ClaimRuns(n1, {{"pool", "cpu"}}, 1))[0].run_id;
+  const int64_t r2 = (*st.ClaimRuns(n2, {{"pool", "cpu"}}, 1))[0].run_id;
+  db->Scalar("UPDATE agents SET last_seen = now() - interval '1 hour' RETURNING 1");
+  auto n = st.ExpireAgents(15);
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 2);
+  auto why = [&](int64_t run) {
+    return db->Scalar(
+        "SELECT detail->>'why' FROM audit_events WHERE kind = 'run.requeued' AND "
+        "entity_id = " +
+        std::to_string(run));
+  };
+  EXPECT_EQ(why(r1), "lost: agent n1 went silent");
+  EXPECT_EQ(why(r2), "lost: agent n2 went silent");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM runs WHERE state = 'queued' AND attempt = 2"), "2");
+  EXPECT_EQ(db->Scalar("SELECT count(*) FROM agents WHERE connected"), "0");
+}
+
+// Samples that are not finite (NaN, ±inf: a loss that diverged) are counted in the run's summary
+// and left out of its statistics; the summary is stored.
+TEST(Store, NonFiniteSamplesAreCountedInAStoredSummary) {
+  TUNECTL_TEST_DB(db);
+  Store& st = db->store();
+  ASSERT_TRUE(st.ApplyWorkload(Spec(), "t", "user:t").ok());
+  ASSERT_TRUE(st.CreateBaseline("demo", 1, "user:t").ok());
+  const int64_t agent = AddAgent(st, "n1");
+  const LaunchPlan p = (*st.ClaimRuns(agent, {{"pool", "cpu"}}, 1))[0];
+  ASSERT_TRUE(st.MarkRunStarted(p.run_id, p.attempt, agent).ok());
+  std::vector<SampleIn> s;
+  for (int k = 1; k <= 8; ++k) s.push_back({"sps", k, 100.0 + k % 3, k});
+  s.push_back({"sps", 9, std::nan(""), 9});
+  s.push_back({"sps", 10, HUGE_VAL, 10});
+  for (int k = 1; k <= 4; ++k) s.push_back({"loss", k, std::nan(""), k});
+  ASSERT_TRUE(*st.StoreMetricBatch(p.run_id, p.attempt, 1, s));
+  const Status done = st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 12}, "agent:n1");
+  ASSERT_TRUE(done.ok()) << done.message();
+  const std::string id = std::to_string(p.run_id);
+  EXPECT_EQ(
+      db->Scalar("SELECT nonfinite FROM run_summaries WHERE metric = 'sps' AND run_id = " + id),
+      "2");
+  EXPECT_EQ(
+      db->Scalar("SELECT nonfinite FROM run_summaries WHERE metric = 'loss' AND run_id = " + id),
+      "4");
+  EXPECT_EQ(db->Scalar("SELECT median IS NULL FROM run_summaries WHERE metric = 'loss' AND "
+                       "run_id = " +
+                       id),
+            "t");
+}
+
 TEST(Store, ReconnectKeepsReportedRunsAndRequeuesTheRest) {
   TUNECTL_TEST_DB(db);
   Store& st = db->store();

@@ -171,26 +171,56 @@ TEST(Watch, StabilityRefusalsChangeNothing) {
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM runs"), "0");
 }
 
-TEST(Watch, ChangePointInTheSeriesIsRecordedOnceAsTheSeriesGrows) {
-  TUNECTL_TEST_DB(db);
-  Cluster c = NewCluster(std::move(db));
-  ASSERT_TRUE(c.st().CreateBaseline("demo", 24, "user:t").ok());
+// A baseline of 24 runs finished one after another, a degraded node from the 15th on (level 100,
+// then 85); its runs in order.
+std::vector<LaunchPlan> FinishAStep(Cluster& c) {
+  EXPECT_TRUE(c.st().CreateBaseline("demo", 24, "user:t").ok());
   auto plans = c.st().ClaimRuns(c.agent, {}, 100);
-  ASSERT_EQ(plans->size(), 24u);
+  EXPECT_TRUE(plans.ok() && plans->size() == 24u);
+  if (!plans.ok()) return {};
   for (size_t i = 0; i < plans->size(); ++i) {
-    const double level = i < 14 ? 100 : 85;  // a degraded node from the 15th run on
+    const double level = i < 14 ? 100 : 85;
     const double noise = 1 + 0.01 * std::sin(2.3 * static_cast<double>(i));
     Complete(c.st(), c.agent, (*plans)[i], Level(level * noise, 12, static_cast<int>(i)));
   }
+  return *plans;
+}
+
+TEST(Watch, ChangePointInTheSeriesIsRecordedOnceAsTheSeriesGrows) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const std::vector<LaunchPlan> plans = FinishAStep(c);
+  ASSERT_EQ(plans.size(), 24u);
   auto series = c.st().GetRegressionSeries("demo");
   ASSERT_EQ(series->points.size(), 24u);
   ASSERT_EQ(series->recorded.size(), 1u) << series->recorded.size();
   EXPECT_EQ(series->recorded[0].kind, "change_point");
-  EXPECT_EQ(series->recorded[0].first_bad_run, (*plans)[14].run_id);
+  EXPECT_EQ(series->recorded[0].first_bad_run, plans[14].run_id);
   EXPECT_NEAR(*series->recorded[0].before, 100, 2);
   EXPECT_NEAR(*series->recorded[0].after, 85, 2);
   EXPECT_THAT(series->recorded[0].message, HasSubstr("without a config change"));
   EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM tuning_log WHERE kind = 'regression'"), "1");
+}
+
+// The watch's pass runs after the finish commits; a finish sent again for the same attempt (the
+// agent got no ack: the pass failed, or the server died between the two) runs it again, so what
+// the run confirms is still recorded, once.
+TEST(Watch, AFinishSentAgainRunsTheWatchAgain) {
+  TUNECTL_TEST_DB(db);
+  Cluster c = NewCluster(std::move(db));
+  const std::vector<LaunchPlan> plans = FinishAStep(c);
+  ASSERT_EQ(plans.size(), 24u);
+  ASSERT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "1");
+  c.db->Scalar("DELETE FROM regressions RETURNING 1");  // as if the last pass never ran
+  RunResult r;
+  r.batches = 1;
+  const LaunchPlan& last = plans.back();
+  ASSERT_TRUE(c.st().FinishRun(last.run_id, last.attempt, r, "agent:n1").ok());
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "1");
+  ASSERT_TRUE(c.st().FinishRun(last.run_id, last.attempt, r, "agent:n1").ok());
+  EXPECT_EQ(c.db->Scalar("SELECT count(*) FROM regressions"), "1");
+  EXPECT_EQ(c.db->Scalar("SELECT state FROM runs WHERE id = " + std::to_string(last.run_id)),
+            "succeeded");
 }
 
 // `n` runs of the current config's series made by SQL (a periodic check's), finished one a minute
