@@ -232,6 +232,9 @@ int main(int argc, char** argv) {
         Waits waits;
         (shared ? one_ms : own_ms).push_back(FinishAll(store, db.dsn(), per_thread, &waits));
         (shared ? one_waits : own_waits).push_back(waits);
+        std::fprintf(stderr, "round %d/%d, %s: %d runs finished in %.0f ms\n", r + 1, o.rounds,
+                     shared ? "one baseline" : "own baselines", o.runs,
+                     (shared ? one_ms : own_ms).back());
       }
     const int64_t active =
         db.Count("SELECT count(*) FROM runs WHERE state IN ('queued', 'assigned', 'running')");
