@@ -386,7 +386,7 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
     // it compares. Not a decision; null before the arms have values.
     ojson im = ojson::array();
     for (const auto& m : e.interim()) {
-      const bool have = m.n_control() >= 2 && m.n_variant() >= 2 && m.ci_high() > 0;
+      const bool have = m.estimated();
       im.push_back({{"metric", m.metric()},
                     {"n_control", m.n_control()},
                     {"n_variant", m.n_variant()},
@@ -410,7 +410,7 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
   ojson ms = ojson::array();
   for (const auto& m : e.metrics()) {
     // A median needs runs on its side; a ratio, CI and p need runs on both.
-    const bool both = m.n_control() > 0 && m.n_variant() > 0;
+    const bool both = m.estimated();
     const bool boot = m.boot_high() > 0;  // only with >= 10 runs per side
     ojson x;
     x["metric"] = m.metric();
@@ -426,7 +426,7 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
     x["ci_high"] = OrNull(both, m.ci_high());
     x["ci90_low"] = OrNull(both, m.ci90_low());
     x["ci90_high"] = OrNull(both, m.ci90_high());
-    x["p_value"] = OrNull(both, m.p_value());
+    x["p_value"] = OrNull(both && m.tested(), m.p_value());
     x["decision"] = m.decision();
     x["guardrail"] = TextOrNull(m.guardrail());
     x["note"] = TextOrNull(m.note());
@@ -437,7 +437,8 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
       if (vm.value("metric", "") != m.metric()) continue;
       for (const char* k :
-           {"method", "critical", "df", "resolution", "adjusted", "control_runs", "variant_runs"})
+           {"method", "critical", "df", "resolution", "adjusted", "pace", "lost", "downweighted",
+            "control_runs", "variant_runs"})
         if (vm.contains(k)) x[k] = vm[k];
     }
     ms.push_back(x);
@@ -494,7 +495,7 @@ Table VerdictTable(const v1::Experiment& e) {
   for (const auto& m : e.metrics()) {
     std::string decision = m.decision();
     if (!m.guardrail().empty()) decision += " (guardrail " + m.guardrail() + ")";
-    const bool have = m.n_control() > 0 && m.n_variant() > 0;
+    const bool have = m.estimated();
     t.rows.push_back(
         {m.metric(), m.role(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
          have ? FormatNumber(m.control_median()) : "-",
@@ -546,7 +547,7 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     if (e.interim_size()) {
       Table t{{"metric", "n", "control", "variant", "effect", "ci so far"}, {}};
       for (const auto& m : e.interim()) {
-        const bool have = m.n_control() >= 2 && m.n_variant() >= 2 && m.ci_high() > 0;
+        const bool have = m.estimated();
         t.rows.push_back(
             {m.metric(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
              have ? FormatNumber(m.control_median()) : "-",
@@ -579,12 +580,12 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     if (!e.drift().empty()) out += "drift: " + e.drift() + "\n";
     if (auto u = verdict.find("unusable"); u != verdict.end() && u->is_object() &&
                                            (u->value("control", 0) + u->value("variant", 0)) > 0)
-      out += "unusable runs (failed, no steady state, slowed down): control " +
+      out += "runs with something off (failed, no value, no steady state, slowed down): control " +
              std::to_string(u->value("control", 0)) + "/" +
              std::to_string(u->value("control_finished", 0)) + ", variant " +
              std::to_string(u->value("variant", 0)) + "/" +
-             std::to_string(u->value("variant_finished", 0)) + " (one-sided Fisher p " +
-             FormatP(u->value("p", 1.0)) + ")\n";
+             std::to_string(u->value("variant_finished", 0)) +
+             " (the succeeded ones count with what they delivered)\n";
     for (const auto& a : verdict.value("advice", std::vector<std::string>{}))
       out += "advice: " + a + "\n";
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
@@ -597,16 +598,19 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     }
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
       const std::string method = vm.value("method", "");
-      if (method.empty() || vm.value("critical", 0.0) <= 0) continue;
+      const bool has = vm.contains("critical") && vm["critical"].is_number() &&
+                       vm.contains("df") && vm["df"].is_number();
+      if (method.empty() || !has || vm["critical"].get<double>() <= 0) continue;
       char df[32];
-      std::snprintf(df, sizeof df, "%g", vm.value("df", 0.0));
+      std::snprintf(df, sizeof df, "%g", vm["df"].get<double>());
       out += "method: " + vm.value("metric", "") + ": " + method + ", critical value " +
              FormatNumber(vm.value("critical", 0.0)) + " (df " + df + ")" +
              (e.critical() > 0 ? ", the sequential boundary for the pairs compared" : "") + "\n";
     }
     out +=
-        "control/variant = medians of the runs compared (n = control/variant runs); effect = "
-        "variant/control (geometric); p unadjusted; every run: -o json\n";
+        "control/variant = medians of the runs' delivered values (n = runs compared); effect = "
+        "variant/control of what the runs delivered (pace x lost time, docs/statistics.md); p "
+        "unadjusted; every run's value and how it was computed: -o json\n";
   }
   if (e.state() == "frozen") {
     out += "\nfrozen as config v" + std::to_string(e.frozen_version()) + " by " + e.frozen_by() +
@@ -729,8 +733,8 @@ Table LogTable(const v1::ListLogResponse& r) {
                       e.workload(), e.change(), e.expected().empty() ? "-" : e.expected(),
                       e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
                       e.primary_metric().empty() ? "-" : e.primary_metric(),
-                      decided || e.ratio() > 0 ? FormatEffect(e.ratio()) : "-",
-                      decided ? FormatCi(e.ci_low(), e.ci_high()) : "-",
+                      e.ratio() > 0 ? FormatEffect(e.ratio()) : "—",
+                      decided && e.ci_high() > 0 ? FormatCi(e.ci_low(), e.ci_high()) : "—",
                       e.others().empty() ? "-" : e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
                       !decided             ? "-"
@@ -747,12 +751,13 @@ Table LogCsv(const v1::ListLogResponse& r) {
           {}};
   for (const auto& e : r.entries()) {
     const bool decided = e.kind().empty() || e.kind() == "decided";
-    const bool ratio = decided || e.ratio() > 0;  // a regression's effect when its levels are known
+    const bool ratio = e.ratio() > 0;  // 0: no estimate (or a regression's unknown levels)
     t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "", e.at(),
                       e.kind().empty() ? "decided" : e.kind(), e.workload(), e.change(),
                       e.expected(), e.hypothesis_result(), e.primary_metric(),
-                      ratio ? CsvNumber(e.ratio()) : "", decided ? CsvNumber(e.ci_low()) : "",
-                      decided ? CsvNumber(e.ci_high()) : "", e.decision(), e.frozen(), e.actor()});
+                      ratio ? CsvNumber(e.ratio()) : "",
+                      decided && ratio ? CsvNumber(e.ci_low()) : "",
+                      decided && ratio ? CsvNumber(e.ci_high()) : "", e.decision(), e.frozen(), e.actor()});
   }
   return t;
 }
@@ -1139,7 +1144,7 @@ Table VerdictCsv(const v1::Experiment& e) {
        "variant_median", "variant_n", "ratio", "ci_low", "ci_high", "p", "decision", "guardrail"},
       {}};
   for (const auto& m : e.metrics()) {
-    const bool both = m.n_control() > 0 && m.n_variant() > 0;
+    const bool both = m.estimated();
     t.rows.push_back({std::to_string(e.id()), m.metric(), m.unit(), m.better(), m.role(),
                       CsvOr(m.n_control() > 0, m.control_median()), std::to_string(m.n_control()),
                       CsvOr(m.n_variant() > 0, m.variant_median()), std::to_string(m.n_variant()),
@@ -1157,7 +1162,7 @@ Table ExperimentsCsv(const v1::ListExperimentsResponse& r) {
   for (const auto& e : r.experiments()) {
     const auto c = ChangeCsv(e.change());
     const v1::MetricVerdict* m = PrimaryOf(e);
-    const bool both = m && m->n_control() > 0 && m->n_variant() > 0;
+    const bool both = m && m->estimated();
     t.rows.push_back({std::to_string(e.id()), e.workload(), std::to_string(e.baseline_id()),
                       CsvId(e.batch_id()), CsvId(e.hypothesis_id()), c.params, c.from, c.to,
                       e.state(), e.decision(), e.primary(), CsvOr(both, both ? m->ratio() : 0),
@@ -1177,7 +1182,7 @@ Table BatchCsv(const v1::Batch& b) {
     const auto& e = b.experiments(i);
     const auto c = ChangeCsv(e.change());
     const v1::MetricVerdict* m = PrimaryOf(e);
-    const bool both = m && m->n_control() > 0 && m->n_variant() > 0;
+    const bool both = m && m->estimated();
     const bool corrected = i < b.adjusted_decision_size() && !b.adjusted_decision(i).empty();
     t.rows.push_back(
         {std::to_string(b.id()), std::to_string(e.id()), c.params, c.from, c.to, e.state(),

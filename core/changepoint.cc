@@ -192,6 +192,54 @@ double Quantum(const std::vector<double>& values) {
   return q;
 }
 
+std::optional<double> DeliveredValue(const std::vector<double>& values, Better better,
+                                     std::string* aggregate) {
+  if (values.empty()) return std::nullopt;
+  const bool rate = better == Better::kHigher &&
+                    std::all_of(values.begin(), values.end(), [](double x) { return x > 0; });
+  double acc = 0;
+  for (double x : values) acc += rate ? 1 / x : x;
+  if (aggregate) *aggregate = rate ? kHarmonicMean : kArithmeticMean;
+  const double n = static_cast<double>(values.size());
+  return rate ? n / acc : acc / n;
+}
+
+namespace {
+
+// The q-quantile (0..1) of `v`, linear between order statistics (type 7).
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double h = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// The windows a leading ramp takes (a warm-up longer than declared): while a segment is more
+// than 2 % worse than the next and all of them together cover at most a third of the windows.
+size_t LeadingRamp(const std::vector<double>& med, const std::vector<size_t>& cps, Better better) {
+  const size_t nw = med.size();
+  auto mean = [&](size_t a, size_t b) {
+    double m = 0;
+    for (size_t i = a; i < b; ++i) m += med[i];
+    return m / static_cast<double>(b - a);
+  };
+  size_t start = 0;
+  for (size_t k = 0; k < cps.size(); ++k) {
+    const size_t a = k == 0 ? 0 : cps[k - 1], b = cps[k], c = k + 1 < cps.size() ? cps[k + 1] : nw;
+    if (3 * b > nw) break;
+    const double here = mean(a, b), next = mean(b, c);
+    if (next == 0) break;
+    const double rel = here / next - 1;
+    const bool worse = better == Better::kHigher ? rel < -kSlowdown : rel > kSlowdown;
+    if (!worse) break;
+    start = b;
+  }
+  return start;
+}
+
+}  // namespace
+
 SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmup_steps,
                        Better better, std::vector<SampleRole>* roles) {
   SteadyState s;
@@ -273,6 +321,15 @@ SteadyState AnalyzeRun(const std::vector<StepValue>& samples, int declared_warmu
     po.variance_factor =
         LongRunFactor(StepPhi(v), static_cast<double>(n) / static_cast<double>(nw));
     cps = Pelt(med, po);
+  }
+  {
+    // The measured window: the run's value is taken over it, stalls and slowdowns included.
+    const size_t from = edge[LeadingRamp(med, cps, better)];
+    std::vector<double> window(v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
+    s.measured_from_step = steps[from];
+    s.measured = static_cast<int>(window.size());
+    s.delivered = DeliveredValue(window, better, &s.aggregate);
+    s.pace = Quantile(window, better == Better::kHigher ? 0.75 : 0.25);
   }
   // The last segment must be sustained: a shorter end is an end transient, not a level.
   while (!cps.empty() && nw - cps.back() < kMinLastWindows) cps.pop_back();

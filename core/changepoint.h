@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,33 @@ struct SteadyState {
   bool no_steady_state = false;  // last segment shorter than half of the run after warm-up
   bool slowdown = false;         // the last segment is > 2 % worse than a segment before it that
                                  // covers >= 20 % of the run (shorter ones are transients)
+  // The run's value (what it delivered; docs/statistics.md): over the measured window, i.e. the
+  // finite samples after the declared warm-up and after a detected leading ramp (segments each
+  // worse than the next, together at most a third of the run). Stalls, throttled stretches and
+  // slowdowns inside the window count in full.
+  int64_t measured_from_step = 0;  // first step of the measured window (0: no window)
+  int measured = 0;                // samples in the measured window
+  std::optional<double> delivered;  // its effective value: see Aggregate
+  std::optional<double> pace;  // its unimpeded pace: the upper quartile of the window (lower
+                               // quartile for lower-is-better), the level between stalls
+  std::string aggregate;       // how `delivered` was computed: kHarmonicMean or kArithmeticMean
   std::vector<std::string> warnings;
+  // The steady window is clean: a note, never a reason to leave the run out of a comparison.
   bool usable() const { return !no_steady_state && !slowdown && stats.n > 0; }
 };
+
+// How a run's samples become its delivered value. For a higher-is-better metric (a rate: samples/s,
+// tokens/s, TFLOP/s, MFU) each sample covers the same work (a step or a log interval), so the work
+// over the time it took is the harmonic mean of the samples: a stall of one step at a fifth of the
+// pace costs five steps' time. For a lower-is-better metric (a per-step time, a latency, a loss) it
+// is the arithmetic mean: the total time over the steps. A rate with a sample <= 0 falls back to
+// the arithmetic mean.
+inline constexpr const char* kHarmonicMean = "harmonic mean (work over time)";
+inline constexpr const char* kArithmeticMean = "arithmetic mean";
+// The delivered value of `values` (finite) for a metric whose better direction is `better`, and
+// how it was computed; nullopt when `values` is empty.
+std::optional<double> DeliveredValue(const std::vector<double>& values, Better better,
+                                     std::string* aggregate = nullptr);
 
 // What AnalyzeRun decided about one sample (SteadyState counts them; `run samples` shows each).
 enum class SampleRole {

@@ -177,7 +177,7 @@ std::string FormatLevel(double v) {
 
 std::string PrimaryEffect(const Verdict& v) {
   for (const auto& m : v.metrics)
-    if (m.metric == v.primary && m.n_control > 0 && m.n_variant > 0)
+    if (m.metric == v.primary && m.estimated)
       return FormatEffect(m.ratio) + " " + m.metric + " [" + FormatEffect(m.ci_low) + ", " +
              FormatEffect(m.ci_high) + "]";
   return "";
@@ -190,49 +190,6 @@ std::string FormatEffect(double ratio) {
 }
 
 namespace {
-
-// Runs far from the rest of their arm (a slow node, a noisy neighbour): more than
-// max(4 scaled MADs, 2·min_effect) from the arm's median, in log terms. A real effect moves every
-// run of an arm, never one, so dropping these costs no power and removes most of their noise.
-// Returns, per value, whether it is kept.
-std::vector<bool> KeptRuns(const std::vector<double>& x, double min_effect) {
-  std::vector<bool> keep(x.size(), true);
-  if (x.size() < 6 || !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return keep;
-  std::vector<double> logs;
-  for (double v : x) logs.push_back(std::log(v));
-  const double med = Median(logs);
-  std::vector<double> dev;
-  for (double l : logs) dev.push_back(std::fabs(l - med));
-  const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
-  for (size_t i = 0; i < x.size(); ++i) keep[i] = std::fabs(logs[i] - med) <= limit;
-  return keep;
-}
-
-// The same rule for one arm's runs in run order (`order`: their pair numbers): distances are taken
-// from a Theil-Sen line through the logs, so a drift across the experiment (a node warming up,
-// a shared filesystem filling) does not hide a slow node or pass for one.
-std::vector<bool> KeptRunsInOrder(const std::vector<double>& x, const std::vector<int>& order,
-                                  double min_effect) {
-  std::vector<bool> keep(x.size(), true);
-  if (x.size() < 6 || order.size() != x.size() ||
-      !std::all_of(x.begin(), x.end(), [](double v) { return v > 0; }))
-    return keep;
-  std::vector<double> logs, slopes;
-  for (double v : x) logs.push_back(std::log(v));
-  for (size_t i = 0; i < x.size(); ++i)
-    for (size_t j = i + 1; j < x.size(); ++j)
-      if (order[i] != order[j])
-        slopes.push_back((logs[j] - logs[i]) / static_cast<double>(order[j] - order[i]));
-  const double slope = slopes.empty() ? 0 : Median(slopes);
-  std::vector<double> res;
-  for (size_t i = 0; i < x.size(); ++i) res.push_back(logs[i] - slope * order[i]);
-  const double med = Median(res);
-  std::vector<double> dev;
-  for (double r : res) dev.push_back(std::fabs(r - med));
-  const double limit = std::max(4 * 1.4826 * Median(dev), 2 * std::log1p(min_effect));
-  for (size_t i = 0; i < x.size(); ++i) keep[i] = std::fabs(res[i] - med) <= limit;
-  return keep;
-}
 
 std::string Num(double x) {
   char buf[32];
@@ -249,22 +206,44 @@ const std::vector<T>& Of(const std::map<std::string, std::vector<T>>& m, const s
 
 }  // namespace
 
-std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values) {
-  const std::vector<bool> keep = KeptRuns(values, m.min_effect);
-  std::vector<double> out;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (keep[i]) out.push_back(values[i]);
-  return out;
-}
-
-std::string DecideEffect(double d, double se, double b, double margin_unit, bool higher,
-                         double margin) {
+std::string DecideEffect(double d, double se, double b, double b_eq, double margin_unit,
+                         bool higher, double margin) {
   const double dg = higher ? d : -d;  // > 0 = better
   const double lo_g = dg - b * se, hi_g = dg + b * se;
   if (lo_g >= margin * margin_unit && dg >= margin_unit) return "improved";
   if (hi_g <= -margin * margin_unit && -dg >= margin_unit) return "regressed";
-  if (d - b * se >= -margin_unit && d + b * se <= margin_unit) return "unchanged";
+  if (d - b_eq * se >= -margin_unit && d + b_eq * se <= margin_unit) return "unchanged";
   return "inconclusive";
+}
+
+std::string DecideSplit(const SplitEstimate& e, double b, double b_eq, double margin_unit,
+                        bool higher, double margin, std::string* why) {
+  const std::string d =
+      DecideEffect(e.delivered.est, e.delivered.se, b, b_eq, margin_unit, higher, margin);
+  const double g = higher ? 1 : -1;
+  auto worse = [&](const PartEstimate& x) { return g * x.est + b * x.se < 0; };
+  auto within = [&](const PartEstimate& x) {
+    return std::fabs(x.est) + b_eq * x.se <= margin_unit;
+  };
+  if (d == "improved") {
+    if (worse(e.pace) || worse(e.lost)) {
+      if (why)
+        *why = worse(e.pace) ? "the pace is significantly worse, though more was delivered"
+                             : "more time is lost (stalls, throttling) significantly, though more "
+                               "was delivered";
+      return "inconclusive";
+    }
+    return d;
+  }
+  if (d == "unchanged" && !(within(e.pace) && within(e.lost))) {
+    if (why)
+      *why = within(e.pace) ? "the delivered value is equivalent, but the time lost beyond the "
+                              "pace (stalls, throttling) is not shown equivalent"
+                            : "the delivered value is equivalent, but the pace is not shown "
+                              "equivalent";
+    return "inconclusive";
+  }
+  return d;
 }
 
 namespace {
@@ -273,48 +252,71 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
                             const VerdictOptions& o) {
   const std::vector<double>& c_all = Of(C.values, m.name);
   const std::vector<double>& v_all = Of(V.values, m.name);
+  const std::vector<double>& c_pace = Of(C.pace, m.name);
+  const std::vector<double>& v_pace = Of(V.pace, m.name);
   const std::vector<int>& c_pairs = Of(C.pairs, m.name);
   const std::vector<int>& v_pairs = Of(V.pairs, m.name);
   const std::vector<int64_t>& c_ids = Of(C.ids, m.name);
   const std::vector<int64_t>& v_ids = Of(V.ids, m.name);
+  const std::vector<std::string>& c_how = Of(C.how, m.name);
+  const std::vector<std::string>& v_how = Of(V.how, m.name);
   MetricVerdict r;
   r.metric = m.name;
   r.unit = m.unit;
   r.better = BetterName(m.better);
   r.role = RoleName(m.role);
-  auto runs_of = [](const std::vector<double>& x, const std::vector<int>& pairs,
-                    const std::vector<int64_t>& ids) {
+  auto runs_of = [](const std::vector<double>& x, const std::vector<double>& pace,
+                    const std::vector<int>& pairs, const std::vector<int64_t>& ids,
+                    const std::vector<std::string>& how) {
     std::vector<ComparedRun> out;
-    for (size_t i = 0; i < x.size(); ++i)
-      out.push_back(
-          {i < ids.size() ? ids[i] : 0, i < pairs.size() ? pairs[i] : -1, x[i], true, ""});
+    for (size_t i = 0; i < x.size(); ++i) {
+      ComparedRun run;
+      run.run = i < ids.size() ? ids[i] : 0;
+      run.pair = i < pairs.size() ? pairs[i] : -1;
+      run.value = x[i];
+      if (i < pace.size()) run.pace = pace[i];
+      if (i < how.size()) run.how = how[i];
+      out.push_back(run);
+    }
     return out;
   };
-  r.control_runs = runs_of(c_all, c_pairs, c_ids);
-  r.variant_runs = runs_of(v_all, v_pairs, v_ids);
+  r.control_runs = runs_of(c_all, c_pace, c_pairs, c_ids, c_how);
+  r.variant_runs = runs_of(v_all, v_pace, v_pairs, v_ids, v_how);
   for (const auto* a : {&C, &V})
     if (auto it = a->resolution.find(m.name); it != a->resolution.end())
       r.resolution = std::max(r.resolution, it->second);
 
-  const bool positive = std::all_of(c_all.begin(), c_all.end(), [](double x) { return x > 0; }) &&
-                        std::all_of(v_all.begin(), v_all.end(), [](double x) { return x > 0; });
-  const bool paired = o.paired && positive && !c_all.empty() && !v_all.empty() &&
+  auto positive = [](const std::vector<double>& x) {
+    return std::all_of(x.begin(), x.end(), [](double v) { return v > 0 && std::isfinite(v); });
+  };
+  const bool logs_ok = positive(c_all) && positive(v_all) && positive(c_pace) && positive(v_pace);
+  const bool paired = o.paired && !c_all.empty() && !v_all.empty() &&
                       c_pairs.size() == c_all.size() && v_pairs.size() == v_all.size();
-  const int needed = o.design ? std::max(3, o.design->min_pairs) : std::max(2, o.min_runs);
-  std::vector<double> diffs, c, v;  // what is compared
+  const int needed = o.design ? std::max(4, o.design->min_pairs) : std::max(2, o.min_runs);
+  std::vector<double> c, v;      // the compared runs' values
+  std::vector<double> dp, dl;    // paired: per pair, log pace ratio and log lost-part ratio
   if (paired) {
-    // Within complete pairs: log differences; pairs far from the others left out.
+    // Every complete pair counts: a run whose partner has no value (failed, no sample) is the
+    // only one not compared.
     std::map<int, size_t> ci;
     for (size_t i = 0; i < c_all.size(); ++i) ci[c_pairs[i]] = i;
-    std::vector<std::pair<size_t, size_t>> both;  // (control index, variant index)
     std::set<size_t> partnered_c;
     for (size_t i = 0; i < v_all.size(); ++i) {
-      if (auto it = ci.find(v_pairs[i]); it != ci.end()) {
-        both.push_back({it->second, i});
-        partnered_c.insert(it->second);
-      } else {
+      auto it = ci.find(v_pairs[i]);
+      if (it == ci.end()) {
         r.variant_runs[i].compared = false;
         r.variant_runs[i].why = "its pair's control run has no value";
+        continue;
+      }
+      const size_t j = it->second;
+      partnered_c.insert(j);
+      c.push_back(c_all[j]);
+      v.push_back(v_all[i]);
+      if (logs_ok) {
+        const double cp = j < c_pace.size() ? c_pace[j] : c_all[j];
+        const double vp = i < v_pace.size() ? v_pace[i] : v_all[i];
+        dp.push_back(std::log(vp / cp));
+        dl.push_back(std::log(v_all[i] / c_all[j]) - dp.back());
       }
     }
     for (size_t i = 0; i < c_all.size(); ++i)
@@ -322,150 +324,102 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
         r.control_runs[i].compared = false;
         r.control_runs[i].why = "its pair's variant run has no value";
       }
-    // A run far from the rest of its own arm (a slow node) takes its pair out: with one run in
-    // ten on a slow node, a third of ten pairs can hold one, too many for the pairs' own MAD to
-    // see; each arm's runs are mostly clean. Then pairs whose ratio is far from the others'.
-    std::vector<double> pc, pv;
-    std::vector<int> order;
-    for (auto [a, b] : both)
-      pc.push_back(c_all[a]), pv.push_back(v_all[b]), order.push_back(v_pairs[b]);
-    const std::vector<bool> keep_c = KeptRunsInOrder(pc, order, m.min_effect),
-                            keep_v = KeptRunsInOrder(pv, order, m.min_effect);
-    std::vector<std::pair<size_t, size_t>> clean;
-    int dropped = 0;
-    for (size_t j = 0; j < both.size(); ++j) {
-      if (keep_c[j] && keep_v[j]) {
-        clean.push_back(both[j]);
-        continue;
-      }
-      ++dropped;
-      auto& cr = r.control_runs[both[j].first];
-      auto& vr = r.variant_runs[both[j].second];
-      cr.compared = vr.compared = false;
-      cr.why = keep_c[j] ? "its pair's variant run is far from the rest of its arm (slow node?)"
-                         : "outlier run: far from the rest of its arm (slow node?)";
-      vr.why = keep_v[j] ? "its pair's control run is far from the rest of its arm (slow node?)"
-                         : "outlier run: far from the rest of its arm (slow node?)";
-    }
-    std::vector<double> ratios;
-    for (auto [a, b] : clean) ratios.push_back(v_all[b] / c_all[a]);
-    const std::vector<bool> keep = KeptRuns(ratios, m.min_effect);
-    for (size_t j = 0; j < clean.size(); ++j) {
-      if (keep[j]) {
-        diffs.push_back(std::log(ratios[j]));
-        c.push_back(c_all[clean[j].first]);
-        v.push_back(v_all[clean[j].second]);
-        continue;
-      }
-      ++dropped;
-      for (auto* run : {&r.control_runs[clean[j].first], &r.variant_runs[clean[j].second]}) {
-        run->compared = false;
-        run->why = "outlier pair: its ratio is far from the other pairs' (slow node?)";
-      }
-    }
-    r.method = "paired t on log differences";
-    r.note = "paired: " + std::to_string(diffs.size()) + " control/variant pairs";
-    if (dropped > 0)
-      r.note = std::to_string(dropped) +
-               " outlier pair(s) not compared (far from the others: slow node?); " + r.note;
+    r.method = "split paired: Huber pace + mean lost time, on log ratios";
+    r.note = "paired: " + std::to_string(c.size()) + " control/variant pairs";
   } else {
-    int dropped = 0;
-    for (auto [all, out, runs] :
-         {std::tuple{&c_all, &c, &r.control_runs}, std::tuple{&v_all, &v, &r.variant_runs}}) {
-      const std::vector<bool> keep = KeptRuns(*all, m.min_effect);
-      for (size_t i = 0; i < all->size(); ++i) {
-        if (keep[i]) {
-          out->push_back((*all)[i]);
-          continue;
-        }
-        ++dropped;
-        (*runs)[i].compared = false;
-        (*runs)[i].why = "outlier run: far from the rest of its arm (slow node?)";
-      }
-    }
-    r.method = positive ? "Welch t on logs" : "Welch t on raw values";
-    if (!positive) r.note = "values <= 0: compared on the raw scale";
-    if (dropped > 0)
-      r.note = std::to_string(dropped) +
-               " outlier run(s) not compared (far from their arm: slow node?)" +
-               (r.note.empty() ? "" : "; " + r.note);
+    c = c_all;
+    v = v_all;
+    r.method = "Welch t on logs";
   }
   r.n_control = static_cast<int>(c.size());
   r.n_variant = static_cast<int>(v.size());
   r.control_median = Median(c);
   r.variant_median = Median(v);
-  const int have = paired ? static_cast<int>(diffs.size()) : std::min(r.n_control, r.n_variant);
-  if (have < needed) {
+  if (!logs_ok) {
     r.decision = "inconclusive";
     if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
-    r.note =
-        paired
-            ? std::to_string(have) + " usable pair(s); a decision needs " + std::to_string(needed)
-            : "too few runs with a value (control " + std::to_string(r.n_control) + ", variant " +
-                  std::to_string(r.n_variant) + "; need " + std::to_string(needed) + " per side)";
+    r.note = "values <= 0: no ratio can be estimated (ratios are compared on the log scale)";
     return r;
   }
-  // Work on a scale where 0 is "no change": logs of run values, or (values <= 0) the raw
-  // difference relative to the control mean.
-  WelchResult w;
-  double scale = 1, margin_unit = std::log1p(m.min_effect), tol_unit = std::log1p(m.tolerance);
+  const int have = paired ? static_cast<int>(c.size()) : std::min(r.n_control, r.n_variant);
+  // The estimate on the log scale, its standard error and degrees of freedom.
+  double d = 0, se = 0, df = 0;
+  SplitEstimate split;
   if (paired) {
-    // one-sample t on the within-pair log differences
-    const double n = static_cast<double>(diffs.size());
-    double mean = 0;
-    for (double d : diffs) mean += d;
-    mean /= n;
-    double ss = 0;
-    for (double d : diffs) ss += (d - mean) * (d - mean);
-    w.valid = true;
-    w.diff = mean;
-    w.se = std::sqrt(ss / (n - 1) / n);
-    w.df = n - 1;
-    w.t = w.se > 0 ? mean / w.se : (mean == 0 ? 0 : std::copysign(1e300, mean));
-    w.p =
-        w.se > 0 ? RegularizedBeta(w.df / (w.df + w.t * w.t), w.df / 2, 0.5) : (mean == 0 ? 1 : 0);
-  } else if (positive) {
+    if (have >= 2) {
+      split = SplitPaired(dp, dl);
+      d = split.delivered.est;
+      se = split.delivered.se;
+      df = have - 1;
+      r.split = true;
+      r.downweighted = split.downweighted;
+    }
+  } else if (have >= 2) {
     std::vector<double> lc, lv;
     for (double x : c) lc.push_back(std::log(x));
     for (double x : v) lv.push_back(std::log(x));
-    w = Welch(lc, lv);
-  } else {
-    w = Welch(c, v);
-    double base = 0;
-    for (double x : c) base += x;
-    base = std::fabs(base / static_cast<double>(c.size()));
-    scale = base == 0 ? 1 : base;
-    margin_unit = m.min_effect;
-    tol_unit = m.tolerance;
+    const WelchResult w = Welch(lc, lv);
+    d = w.diff, se = w.se, df = w.df;
   }
-  const double d = w.diff / scale, se = w.se / scale;
-  double b = o.critical > 0 ? o.critical : StudentTQuantile(1 - o.alpha / 2, w.df);
-  if (o.design) {
-    // The boundary calibrated for the pairs (runs per arm) actually compared, with their df.
+  if (have < 2) {
+    r.decision = "inconclusive";
+    if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
+    r.note = paired ? std::to_string(have) + " complete pair(s): no estimate yet"
+                    : "too few runs with a value (control " + std::to_string(r.n_control) +
+                          ", variant " + std::to_string(r.n_variant) + "): no estimate yet";
+    return r;
+  }
+  double b = o.critical > 0 ? o.critical : StudentTQuantile(1 - o.alpha / 2, df);
+  double b_eq = StudentTQuantile(1 - o.alpha, df);
+  if (o.design && have >= needed) {
+    // The boundary calibrated for the statistic and the pairs actually compared.
     SequentialOptions design = *o.design;
     design.paired = paired;
     b = Boundary(design, have);
+    b_eq = EquivalenceBoundary(design, have);
   }
-  const double b90 = StudentTQuantile(1 - o.alpha, w.df);
+  r.estimated = true;
+  r.tested = true;
   r.critical = b;
-  r.df = w.df;
-  auto to_ratio = [&](double x) { return positive ? std::exp(x) : 1 + x; };
-  r.p_value = w.p;
+  r.df = df;
+  const double t = se > 0 ? d / se : 0;
+  r.p_value = se > 0 ? RegularizedBeta(df / (df + t * t), df / 2, 0.5) : (d == 0 ? 1 : 0);
   if (o.cross_checks) r.mw_p = MannWhitney(c, v).p;
-  if (o.cross_checks && r.n_control >= 10 && r.n_variant >= 10 && positive) {
+  if (o.cross_checks && r.n_control >= 10 && r.n_variant >= 10) {
     Interval boot = BootstrapRatioOfMediansBca(c, v, 0.05, 4000, 1);
     r.boot_low = boot.lo;
     r.boot_high = boot.hi;
   }
-  r.ratio = to_ratio(d);
-  r.ci_low = to_ratio(d - b * se);
-  r.ci_high = to_ratio(d + b * se);
-  r.ci90_low = to_ratio(d - b90 * se);
-  r.ci90_high = to_ratio(d + b90 * se);
+  r.ratio = std::exp(d);
+  r.ci_low = std::exp(d - b * se);
+  r.ci_high = std::exp(d + b * se);
+  r.ci90_low = std::exp(d - b_eq * se);
+  r.ci90_high = std::exp(d + b_eq * se);
+  if (r.split) {
+    for (auto [part, est] : {std::pair{&r.pace, &split.pace}, std::pair{&r.lost, &split.lost}})
+      *part = {std::exp(est->est), std::exp(est->est - b * est->se),
+               std::exp(est->est + b * est->se)};
+    if (split.downweighted > 0)
+      r.note += "; " + std::to_string(split.downweighted) +
+                " pair(s) with a pace far from the others (a slow node?) count with bounded "
+                "weight";
+  }
+  const double margin_unit = std::log1p(m.min_effect), tol_unit = std::log1p(m.tolerance);
   const bool higher = m.better == Better::kHigher;
   const double dg = higher ? d : -d;  // > 0 = better
-  r.decision = DecideEffect(d, se, b, margin_unit, higher, o.margin);
-  if (r.decision == "inconclusive" && (dg - b * se > 0 || dg + b * se < 0))
+  if (have < needed) {
+    r.decision = "inconclusive";
+    if (m.role == MetricRole::kGuardrail) r.guardrail = "inconclusive";
+    r.note = std::to_string(have) + (paired ? " pair(s)" : " run(s) per side") +
+             "; a decision needs " + std::to_string(needed) + " (the estimate is a fixed-sample " +
+             "95% CI)";
+    return r;
+  }
+  std::string why;
+  r.decision = r.split ? DecideSplit(split, b, b_eq, margin_unit, higher, o.margin, &why)
+                       : DecideEffect(d, se, b, b_eq, margin_unit, higher, o.margin);
+  if (!why.empty()) r.note += "; " + why;
+  if (r.decision == "inconclusive" && why.empty() && (dg - b * se > 0 || dg + b * se < 0))
     r.note +=
         "; a real change, not shown to reach the minimum effect " + FormatEffect(1 + m.min_effect);
   if (m.role == MetricRole::kGuardrail) {
@@ -480,8 +434,8 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
     else
       r.guardrail = "inconclusive";
     if (r.guardrail != "pass")
-      r.note = "worse by up to " + FormatEffect(to_ratio(worst)) + " (allowed " +
-               FormatEffect(to_ratio(allowed)) + ")";
+      r.note = "worse by up to " + FormatEffect(std::exp(worst)) + " (allowed " +
+               FormatEffect(std::exp(allowed)) + ")";
   }
   // Resolution: a metric printed more coarsely than the effect it must resolve cannot be called
   // either way (a 0.02 → 0.01 ms step is the printing, not the job); nor can runs that do not vary.
@@ -540,6 +494,7 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
 
   for (const auto* arm : {&control, &variant}) {
     for (const auto& x : arm->excluded) out.reasons.push_back("not compared: " + x);
+    for (const auto& x : arm->notes) out.reasons.push_back("counted with a note: " + x);
     for (const auto& x : arm->nonfinite) out.reasons.push_back(x);
   }
   if (variant.failed_runs > 0) {
@@ -558,40 +513,12 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
       out.reasons.push_back("a variant run failed: not improved until its cause is known");
     }
   }
-  // Exclusions are evidence: a variant whose runs fail, lose their steady state or slow down
-  // more often than the control's beyond chance is worse, whatever its compared runs show.
+  // Runs with something off are counted and reported; they decide nothing on their own: their
+  // delivered values carry what happened to them.
   out.control_unusable = control.Unusable();
   out.control_finished = control.runs;
   out.variant_unusable = variant.Unusable();
   out.variant_finished = variant.runs;
-  out.unusable_p = FisherExactGreater(out.control_unusable, out.control_finished,
-                                      out.variant_unusable, out.variant_finished);
-  const double unusable_alpha = o.unusable_alpha > 0 ? o.unusable_alpha : o.alpha;
-  if (out.unusable_p < unusable_alpha && out.variant_unusable > 0) {
-    char p[32];
-    std::snprintf(p, sizeof p, "%.3g", out.unusable_p);
-    out.reasons.insert(
-        out.reasons.begin(),
-        "variant runs unusable more often than the control's: " +
-            std::to_string(out.variant_unusable) + " of " + std::to_string(out.variant_finished) +
-            " vs " + std::to_string(out.control_unusable) + " of " +
-            std::to_string(out.control_finished) +
-            " (failed, no steady state or slowed down; one-sided Fisher p = " + p + ")");
-    // Not improved, not unchanged either: the variant's compared runs are a biased sample. Not
-    // called regressed on this alone: a job whose first steps are faster (a prefetch queue
-    // draining) looks like a slowdown too; crashes are judged by their cause (twice = regressed).
-    if (out.decision != "regressed") out.decision = "inconclusive";
-    if (out.stopped.empty()) out.stopped = "unusable runs";
-  }
-  // Below significance, two or more lost runs beyond the control's still keep a variant from
-  // being called improved on its clean runs alone (a variant that throttles in half its runs).
-  if (out.decision == "improved" && out.variant_unusable - out.control_unusable >= 2) {
-    out.decision = "inconclusive";
-    out.reasons.push_back("the variant lost " +
-                          std::to_string(out.variant_unusable - out.control_unusable) +
-                          " more runs than the control (failed, no steady state or slowed "
-                          "down): not improved on its clean runs alone");
-  }
   for (const auto& mv : out.metrics) {
     if (mv.role != "guardrail" || mv.guardrail == "pass") continue;
     if (mv.guardrail == "fail") {
@@ -607,9 +534,11 @@ Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const A
     const MetricVerdict* mv = nullptr;
     for (const auto& x : out.metrics)
       if (x.metric == expectation->metric) mv = &x;
-    if (!mv || mv->n_control < o.min_runs || mv->n_variant < o.min_runs) {
+    if (!mv || !mv->estimated) {
       out.hypothesis = "inconclusive";
-      out.hypothesis_note = "too few runs with a value of " + expectation->metric;
+      out.hypothesis_note = "no estimate of " + expectation->metric + " yet (" +
+                            std::to_string(mv ? std::min(mv->n_control, mv->n_variant) : 0) +
+                            " compared run(s) per side): nothing was measured to judge it by";
     } else if (!expectation->op.empty()) {
       // The variant's level: the control's median moved by the ratio, with the ratio's CI.
       const double at = mv->control_median * mv->ratio, lo = mv->control_median * mv->ci_low,
@@ -689,7 +618,7 @@ namespace {
 void AdjustForEarlyStopping(const WorkloadSpec& spec, const SequentialOptions& design,
                             const VerdictOptions& o, Verdict* v) {
   for (auto& m : v->metrics) {
-    if (m.metric != v->primary || m.method != "paired t on log differences") continue;
+    if (m.metric != v->primary || !m.split || !m.estimated) continue;
     const MetricSpec* ms = spec.FindMetric(m.metric);
     int n = 0;
     for (const auto& r : m.variant_runs) n += r.compared;
@@ -700,13 +629,16 @@ void AdjustForEarlyStopping(const WorkloadSpec& spec, const SequentialOptions& d
     if (!(sd > 1e-9 * std::max(1.0, std::fabs(mean)))) return;  // no spread: nothing to adjust
     SequentialOptions paired = design;
     paired.paired = true;
-    std::vector<double> bound(static_cast<size_t>(design.max_pairs) + 1, 0);
-    for (int k = paired.min_pairs; k <= design.max_pairs; ++k)
+    std::vector<double> bound(static_cast<size_t>(design.max_pairs) + 1, 0), eq = bound;
+    for (int k = paired.min_pairs; k <= design.max_pairs; ++k) {
       bound[static_cast<size_t>(k)] = Boundary(paired, k);
+      eq[static_cast<size_t>(k)] = EquivalenceBoundary(paired, k);
+    }
     const double unit = std::log1p(ms->min_effect);
     const bool higher = ms->better == Better::kHigher;
     const StopRule stop = [&](double mu, double s, int k) {
-      return DecideEffect(mu, s, bound[static_cast<size_t>(k)], unit, higher, o.margin) !=
+      return DecideEffect(mu, s, bound[static_cast<size_t>(k)], eq[static_cast<size_t>(k)], unit,
+                          higher, o.margin) !=
              "inconclusive";
     };
     const int first = paired.min_pairs, last = std::max(design.max_pairs, first);
@@ -733,11 +665,8 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
   const bool at_cap = finished >= design.max_pairs;
   VerdictOptions o = opts;
   SequentialOptions d = design;
-  d.min_pairs = std::max(3, d.min_pairs);
+  d.min_pairs = std::max(4, d.min_pairs);
   o.design = &d;
-  // The exclusion-rate test is repeated at every look: interim looks at a tenth of alpha, so
-  // that equal exclusion rates rarely cross by chance before the cap.
-  if (!at_cap) o.unusable_alpha = opts.alpha / 10;
   step.verdict = ComputeVerdict(spec, control, variant, expectation, o);
   Verdict& v = step.verdict;
   v.pairs = UsablePairs(spec, control, variant);
@@ -748,12 +677,9 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
     step.stop = true;
   } else if (v.pairs >= d.min_pairs) {
     step.stop = v.decision != "inconclusive";
-    // A variant that has lost more runs than the control so far (throttling in some runs, say)
-    // is not called improved early on its clean runs: it runs to the cap, where the
-    // exclusion-rate test has its full power.
-    if (v.decision == "improved" && variant.Unusable() > control.Unusable()) step.stop = false;
   }
-  if (step.stop && v.stopped.empty() && opts.adjust_estimate)
+  // Only a stop before the cap selects the estimate: one that ran to the cap keeps its own.
+  if (step.stop && !at_cap && v.stopped.empty() && opts.adjust_estimate)
     AdjustForEarlyStopping(spec, d, o, &v);
   return step;
 }
@@ -817,8 +743,7 @@ std::string VerdictToJson(const Verdict& v) {
   j["unusable"] = {{"control", v.control_unusable},
                    {"control_finished", v.control_finished},
                    {"variant", v.variant_unusable},
-                   {"variant_finished", v.variant_finished},
-                   {"p", v.unusable_p}};
+                   {"variant_finished", v.variant_finished}};
   j["stopped"] = v.stopped;
   j["advice"] = v.advice;
   if (!v.correction.empty()) {
@@ -828,30 +753,41 @@ std::string VerdictToJson(const Verdict& v) {
   }
   auto& ms = j["metrics"] = nlohmann::ordered_json::array();
   for (const auto& m : v.metrics) {
+    // No figure without an estimate: null where none was made, never a placeholder.
+    auto est = [&m](double x) { return m.estimated ? nlohmann::ordered_json(x) : nullptr; };
     ms.push_back({{"metric", m.metric},
                   {"unit", m.unit},
                   {"better", m.better},
                   {"role", m.role},
                   {"n_control", m.n_control},
                   {"n_variant", m.n_variant},
-                  {"control_median", m.control_median},
-                  {"variant_median", m.variant_median},
-                  {"ratio", m.ratio},
-                  {"ci_low", m.ci_low},
-                  {"ci_high", m.ci_high},
-                  {"ci90_low", m.ci90_low},
-                  {"ci90_high", m.ci90_high},
-                  {"p_value", m.p_value},
-                  {"mw_p", m.mw_p},
-                  {"boot_low", m.boot_low},
-                  {"boot_high", m.boot_high},
+                  {"control_median", m.n_control ? nlohmann::ordered_json(m.control_median)
+                                                 : nlohmann::ordered_json(nullptr)},
+                  {"variant_median", m.n_variant ? nlohmann::ordered_json(m.variant_median)
+                                                 : nlohmann::ordered_json(nullptr)},
+                  {"estimated", m.estimated},
+                  {"ratio", est(m.ratio)},
+                  {"ci_low", est(m.ci_low)},
+                  {"ci_high", est(m.ci_high)},
+                  {"ci90_low", est(m.ci90_low)},
+                  {"ci90_high", est(m.ci90_high)},
+                  {"p_value", m.tested ? nlohmann::ordered_json(m.p_value) : nullptr},
+                  {"mw_p", m.tested && m.mw_p < 1 ? nlohmann::ordered_json(m.mw_p) : nullptr},
+                  {"boot_low", m.boot_high > 0 ? nlohmann::ordered_json(m.boot_low) : nullptr},
+                  {"boot_high", m.boot_high > 0 ? nlohmann::ordered_json(m.boot_high) : nullptr},
                   {"decision", m.decision},
                   {"guardrail", m.guardrail},
                   {"note", m.note},
                   {"method", m.method},
-                  {"critical", m.critical},
-                  {"df", m.df},
+                  {"critical", m.estimated ? nlohmann::ordered_json(m.critical) : nullptr},
+                  {"df", m.estimated ? nlohmann::ordered_json(m.df) : nullptr},
                   {"resolution", m.resolution}});
+    if (m.split && m.estimated) {
+      for (auto [key, part] : {std::pair{"pace", &m.pace}, std::pair{"lost", &m.lost}})
+        ms.back()[key] = {
+            {"ratio", part->ratio}, {"ci_low", part->ci_low}, {"ci_high", part->ci_high}};
+      ms.back()["downweighted"] = m.downweighted;
+    }
     auto& x = ms.back();
     if (m.adjusted)
       x["adjusted"] = {{"ratio", m.adj_ratio},
@@ -864,6 +800,8 @@ std::string VerdictToJson(const Verdict& v) {
       for (const auto& r : *runs) {
         nlohmann::ordered_json e = {
             {"run", r.run}, {"pair", r.pair}, {"value", r.value}, {"compared", r.compared}};
+        if (r.pace) e["pace"] = *r.pace;
+        if (!r.how.empty()) e["how"] = r.how;
         if (!r.why.empty()) e["why"] = r.why;
         arr.push_back(e);
       }
@@ -892,7 +830,6 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
     v.control_finished = u->value("control_finished", 0);
     v.variant_unusable = u->value("variant", 0);
     v.variant_finished = u->value("variant_finished", 0);
-    v.unusable_p = u->value("p", 1.0);
   }
   v.stopped = j.value("stopped", "");
   v.advice = j.value("advice", std::vector<std::string>{});
@@ -908,24 +845,45 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
     x.role = m.value("role", "");
     x.n_control = m.value("n_control", 0);
     x.n_variant = m.value("n_variant", 0);
-    x.control_median = m.value("control_median", 0.0);
-    x.variant_median = m.value("variant_median", 0.0);
-    x.ratio = m.value("ratio", 1.0);
-    x.ci_low = m.value("ci_low", 1.0);
-    x.ci_high = m.value("ci_high", 1.0);
-    x.ci90_low = m.value("ci90_low", 1.0);
-    x.ci90_high = m.value("ci90_high", 1.0);
-    x.p_value = m.value("p_value", 1.0);
-    x.mw_p = m.value("mw_p", 1.0);
-    x.boot_low = m.value("boot_low", 0.0);
-    x.boot_high = m.value("boot_high", 0.0);
+    auto num = [&m](const char* key, double fallback) {
+      auto it = m.find(key);
+      return it != m.end() && it->is_number() ? it->get<double>() : fallback;
+    };
+    x.control_median = num("control_median", 0.0);
+    x.variant_median = num("variant_median", 0.0);
+    x.ratio = num("ratio", 1.0);
+    x.ci_low = num("ci_low", 1.0);
+    x.ci_high = num("ci_high", 1.0);
+    x.ci90_low = num("ci90_low", 1.0);
+    x.ci90_high = num("ci90_high", 1.0);
+    x.p_value = num("p_value", 1.0);
+    x.mw_p = num("mw_p", 1.0);
+    x.boot_low = num("boot_low", 0.0);
+    x.boot_high = num("boot_high", 0.0);
+    if (m.contains("estimated")) {
+      x.estimated = m.value("estimated", false);
+      x.tested = m.contains("p_value") && m["p_value"].is_number();
+    } else {
+      // Stored before `estimated` existed: the placeholder was ratio 1 with a CI of [1, 1].
+      x.estimated = x.n_control > 0 && x.n_variant > 0 &&
+                    !(x.ratio == 1 && x.ci_low == 1 && x.ci_high == 1);
+      x.tested = x.estimated;
+    }
     x.decision = m.value("decision", "");
     x.guardrail = m.value("guardrail", "");
     x.note = m.value("note", "");
     x.method = m.value("method", "");
-    x.critical = m.value("critical", 0.0);
-    x.df = m.value("df", 0.0);
-    x.resolution = m.value("resolution", 0.0);
+    x.critical = num("critical", 0.0);
+    x.df = num("df", 0.0);
+    x.resolution = num("resolution", 0.0);
+    for (auto [key, part] : {std::pair{"pace", &x.pace}, std::pair{"lost", &x.lost}})
+      if (auto p = m.find(key); p != m.end() && p->is_object()) {
+        x.split = true;
+        part->ratio = p->value("ratio", 1.0);
+        part->ci_low = p->value("ci_low", 1.0);
+        part->ci_high = p->value("ci_high", 1.0);
+      }
+    x.downweighted = m.value("downweighted", 0);
     if (auto a = m.find("adjusted"); a != m.end() && a->is_object()) {
       x.adjusted = true;
       x.adj_ratio = a->value("ratio", 1.0);
@@ -939,6 +897,8 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
         r.run = e.value("run", int64_t{0});
         r.pair = e.value("pair", -1);
         r.value = e.value("value", 0.0);
+        if (e.contains("pace") && e["pace"].is_number()) r.pace = e["pace"].get<double>();
+        r.how = e.value("how", "");
         r.compared = e.value("compared", true);
         r.why = e.value("why", "");
         runs->push_back(r);

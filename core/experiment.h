@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/spec.h"
+#include "core/statistics.h"
 #include "core/status.h"
 
 namespace tunectl {
@@ -45,12 +46,19 @@ Result<Expectation> ParseExpectation(const WorkloadSpec& spec, const std::string
 
 // Run-level values of one arm: per metric, one summary value per successful run.
 struct ArmData {
+  // Per metric, each run's delivered value (RunMetricFacts::Value).
   std::map<std::string, std::vector<double>> values;
+  // Optional, same order as `values`: each run's unimpeded pace (RunMetricFacts::Pace). Without
+  // it the pace is the value (no lost time).
+  std::map<std::string, std::vector<double>> pace;
   // Optional: the ABBA pair of each value (same order as `values`). When both arms have them
   // the comparison is paired: within-pair differences cancel drift and shared node effects.
   std::map<std::string, std::vector<int>> pairs;
   // Optional: the run id of each value (same order as `values`), reported with the verdict.
   std::map<std::string, std::vector<int64_t>> ids;
+  // Optional, same order as `values`: how each run's value was computed ("harmonic mean (work
+  // over time) of 140 samples, steps 11-150").
+  std::map<std::string, std::vector<std::string>> how;
   // Optional, per metric: the coarsest printed quantum among the runs (0 = continuous) and the
   // most distinct values any run's steady window held (0 = unknown).
   std::map<std::string, double> resolution;
@@ -59,30 +67,50 @@ struct ArmData {
   int failed_runs = 0;                 // failed / lost runs (crash, OOM, non-zero exit)
   std::vector<std::string> failures;   // "run 12: exit 1 (CUDA out of memory)"
   std::vector<std::string> causes;     // the failures' cause keys ("OOM"), same order
-  std::vector<std::string> excluded;   // runs not compared (no steady state, no value)
-  int flagged = 0;                     // of the excluded: runs that slowed down within the run
+  std::vector<std::string> excluded;   // succeeded runs without a value (not compared)
+  std::vector<std::string> notes;      // counting runs with something off ("run 7: slowdown …")
+  int flagged = 0;                     // counting runs that slowed down within the run
   std::vector<std::string> nonfinite;  // "run 12: 3 NaN/Inf loss sample(s)", per run and metric
-  // Finished runs that failed or were excluded: compared across the arms.
-  int Unusable() const { return failed_runs + static_cast<int>(excluded.size()); }
+  // Finished runs that failed, had no value or counted with a note (reported only).
+  int Unusable() const {
+    return failed_runs + static_cast<int>(excluded.size() + notes.size());
+  }
 };
 
 // One run as a metric's comparison used it.
 struct ComparedRun {
   int64_t run = 0;   // 0 when the arm carried no ids
   int pair = -1;     // ABBA pair (-1 = unpaired)
-  double value = 0;  // the run's steady-state median
+  double value = 0;  // the run's delivered value (RunMetricFacts::Value)
+  std::optional<double> pace;  // its unimpeded pace, when known
+  std::string how;             // how `value` was computed
   bool compared = true;
-  std::string why;  // why not compared ("no partner in its pair", "outlier: …")
+  std::string why;  // why not compared ("its pair's control run has no value")
+};
+
+// One part of a split paired comparison, as ratios (variant / control) with its CI at the
+// decision's critical value.
+struct PartVerdict {
+  double ratio = 1, ci_low = 1, ci_high = 1;
 };
 
 struct MetricVerdict {
   std::string metric, unit, better, role;
   int n_control = 0, n_variant = 0;
-  double control_median = 0, variant_median = 0;
-  double ratio = 1;                // variant / control (geometric means of run summaries)
-  double ci_low = 1, ci_high = 1;  // 95 % CI of the ratio (Welch on logs)
-  double ci90_low = 1, ci90_high = 1;
+  double control_median = 0, variant_median = 0;  // medians of the compared runs' values
+  // Whether ratio and its CIs are estimates (2+ pairs, or 2+ runs per side unpaired, all values
+  // positive). Without one they are placeholders: shown as "—", null in JSON.
+  bool estimated = false;
+  bool tested = false;             // p_value is from a test that ran (else null in JSON)
+  double ratio = 1;                // variant / control of the delivered values
+  double ci_low = 1, ci_high = 1;  // CI of the ratio at the decision's critical value
+  double ci90_low = 1, ci90_high = 1;  // CI at the equivalence test's critical value
   double p_value = 1;
+  // The split paired comparison's parts (when method is the split one): the pace (Huber
+  // M-estimate, bounded influence) and the lost time beyond it (mean); ratio = pace·lost.
+  bool split = false;
+  PartVerdict pace, lost;
+  int downweighted = 0;  // pairs whose pace ratio was beyond the Huber corner
   double mw_p = 1;                     // Mann–Whitney U p-value (cross-check, unadjusted)
   double boot_low = 0, boot_high = 0;  // BCa bootstrap 95 % CI of the ratio of medians
                                        // (once both sides have >= 10 runs; else 0)
@@ -115,10 +143,9 @@ struct Verdict {
   int max_pairs = 0;       // the run cap per arm
   double critical = 0;     // critical value used for the primary's CI (0 = t quantile)
   std::string drift;       // controls vs the recorded baseline, when they differ
-  // Exclusions are evidence: unusable (failed, excluded, flagged) finished runs per arm and the
-  // one-sided Fisher exact p that the variant's rate is higher than the control's.
+  // Finished runs per arm that failed, had no value, or counted with a note (no steady state,
+  // slowdown): reported, never a rule of their own.
   int control_unusable = 0, control_finished = 0, variant_unusable = 0, variant_finished = 0;
-  double unusable_p = 1;
   std::string stopped;              // why it stopped early outside the boundary ("failed: OOM")
   std::vector<std::string> advice;  // what to change when many runs were left out
   // A batch member's decision is made across its batch (core/decisions.h): the method, the
@@ -138,8 +165,6 @@ struct VerdictOptions {
   // boundary for the number of pairs (or runs per arm) it actually compares, and no metric is
   // decided on fewer than design->min_pairs. Overrides `critical`.
   const SequentialOptions* design = nullptr;
-  // Level of the one-sided exclusion-rate test (variant runs unusable more often); 0 = alpha.
-  double unusable_alpha = 0;
   double margin = 0.5;  // improved/regressed need the CI's near end past margin·min_effect
   int min_runs = 2;     // per side, below which a metric is inconclusive
   bool paired = true;   // use pair ids when both arms have them
@@ -150,18 +175,20 @@ struct VerdictOptions {
   bool adjust_estimate = true;
 };
 
-// The run values of one arm a verdict compares for metric `m`: from 6 runs on, runs far from the
-// rest of their arm (> max(4 scaled MADs, 2·min_effect) in log terms: a slow node) are left out.
-// The unpaired comparison uses exactly these; the paired one applies the same rule to the pairs'
-// ratios. Either way MetricVerdict::{control,variant}_runs say which runs were compared.
-std::vector<double> ComparedRunValues(const MetricSpec& m, const std::vector<double>& values);
+// One metric's decision from its estimate d on the log scale (0 = no change), its standard error,
+// the critical values b (superiority, two-sided alpha) and b_eq (equivalence, one-sided alpha)
+// and the minimum effect on that scale: improved/regressed need the estimate past the minimum
+// effect and the CI's near end past margin·min_effect; unchanged needs the equivalence CI within
+// ±min_effect.
+std::string DecideEffect(double d, double se, double b, double b_eq, double margin_unit,
+                         bool higher, double margin);
 
-// One metric's decision from its estimate d on the "0 = no change" scale (log ratio), its
-// standard error, the critical value b and the minimum effect on that scale: improved/regressed
-// need the estimate past the minimum effect and the CI's near end past margin·min_effect;
-// unchanged needs the CI within ±min_effect.
-std::string DecideEffect(double d, double se, double b, double margin_unit, bool higher,
-                         double margin);
+// The same for the split paired comparison: improved/regressed on the delivered effect, and
+// improved only when neither the pace nor the lost time is significantly worse; unchanged only
+// when the delivered effect, the pace and the lost time are each equivalent within the minimum
+// effect. `why` (when given) says which part kept an improvement from being called.
+std::string DecideSplit(const SplitEstimate& e, double b, double b_eq, double margin_unit,
+                        bool higher, double margin, std::string* why = nullptr);
 
 Verdict ComputeVerdict(const WorkloadSpec& spec, const ArmData& control, const ArmData& variant,
                        const std::optional<Expectation>& expectation,

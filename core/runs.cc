@@ -105,6 +105,12 @@ RetryDecision DecideRetry(int attempt, int max_attempts, const std::string& why)
   return {false, "lost after " + std::to_string(attempt) + " attempts: " + why};
 }
 
+std::string RunMetricFacts::How() const {
+  if (!delivered) return median ? "median of the steady-state window (stored before delivered values)" : "";
+  return aggregate + " of the samples at steps " + std::to_string(measured_from_step) + ".." +
+         std::to_string(last_step);
+}
+
 const RunMetricFacts* RunFacts::Find(const std::string& metric) const {
   for (const auto& m : metrics)
     if (m.metric == metric) return &m;
@@ -124,21 +130,16 @@ RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run) {
     return u;
   }
   const RunMetricFacts* m = run.Find(primary->name);
-  u.excluded = true;
-  if (!m || !m->median) {
+  if (!m || !m->Value()) {
+    u.excluded = true;
     u.why = Exclusion::kNoValue;
     u.why_not = "run " + std::to_string(run.id) + ": no " + primary->name + " value";
-  } else if (m->slowdown) {
-    u.why = Exclusion::kSlowdown;
-    u.flagged = true;
-    u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
-  } else if (!m->usable) {
-    u.why = Exclusion::kNoSteadyState;
-    u.why_not = "run " + std::to_string(run.id) + ": " + m->warnings;
-  } else {
-    u.excluded = false;
-    u.counts = true;
+    return u;
   }
+  u.counts = true;
+  u.flagged = m->slowdown;
+  u.unsteady = !m->usable && !m->slowdown;
+  if (!m->usable) u.note = "run " + std::to_string(run.id) + ": " + m->warnings;
   return u;
 }
 
@@ -149,7 +150,7 @@ std::vector<MetricSummary> SummarizeRuns(const WorkloadSpec& spec,
     std::vector<double> medians;
     for (const auto& r : runs) {
       if (!UseOf(spec, r).counts) continue;
-      if (const RunMetricFacts* f = r.Find(m.name); f && f->median) medians.push_back(*f->median);
+      if (const RunMetricFacts* f = r.Find(m.name); f && f->Value()) medians.push_back(*f->Value());
     }
     Descriptive d = Describe(medians);
     if (d.n > 0) out.push_back({m.name, d});
@@ -187,7 +188,7 @@ std::optional<BaselineResult> BaselineOutcome(const WorkloadSpec& spec,
     for (const RunFacts* r : succeeded) {
       const RunMetricFacts* f = r->Find(m.name);
       if (!f) continue;
-      any |= f->median.has_value();
+      any |= f->Value().has_value();
       samples += f->samples;
       nonfinite += f->nonfinite;
     }
@@ -258,13 +259,16 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
     const RunUse use = UseOf(spec, *r);
     if (!use.counts) {
       a.excluded.push_back(use.why_not);
-      if (use.flagged) ++a.flagged;
       continue;
     }
+    if (!use.note.empty()) a.notes.push_back(use.note);
+    if (use.flagged) ++a.flagged;
     const int pair = (r->idx - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
     for (const auto& m : r->metrics) {
-      if (!m.median) continue;
-      a.values[m.metric].push_back(*m.median);
+      if (!m.Value()) continue;
+      a.values[m.metric].push_back(*m.Value());
+      a.pace[m.metric].push_back(*m.Pace());
+      a.how[m.metric].push_back(m.How());
       a.pairs[m.metric].push_back(pair);
       a.ids[m.metric].push_back(r->id);
       a.resolution[m.metric] = std::max(a.resolution[m.metric], m.resolution);
@@ -292,86 +296,67 @@ std::string StepsParam(const WorkloadSpec& spec) {
 
 std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
                                           const std::vector<RunFacts>& runs, const Verdict& v) {
+  (void)v;
   std::vector<std::string> out;
   const MetricSpec* primary = spec.PrimaryMetric();
   if (!primary) return out;
-  const MetricVerdict* pv = nullptr;
-  for (const auto& m : v.metrics)
-    if (m.metric == primary->name) pv = &m;
-  std::map<int64_t, std::string> outlier;  // run id → why, from the primary's comparison
-  if (pv)
-    for (const auto* side : {&pv->control_runs, &pv->variant_runs})
-      for (const auto& r : *side)
-        if (!r.compared && r.why.rfind("outlier", 0) == 0) outlier[r.run] = r.why;
-  bool too_short = false, flagged = false, slow_node = false;
+  bool too_short = false, flagged = false;
   std::set<std::string> short_arms;  // arms with runs that never settled
   for (const char* arm : {"control", "variant"}) {
-    int finished = 0, left_out = 0;
-    bool arm_short = false, arm_flagged = false, arm_outlier = false;
+    int finished = 0, noted = 0;
+    bool arm_short = false, arm_flagged = false;
     for (const auto& r : runs) {
       if (r.arm != arm || IsActive(r.state) || r.state == RunState::kCancelled) continue;
       ++finished;
-      const RunUse u = UseOf(spec, r);
       if (r.state != RunState::kSucceeded) continue;  // failures are reported as failures
-      if (u.excluded || u.flagged || outlier.count(r.id)) ++left_out;
-      arm_short |= u.why == Exclusion::kNoSteadyState;
+      const RunUse u = UseOf(spec, r);
+      if (u.excluded || u.flagged || u.unsteady) ++noted;
+      arm_short |= u.unsteady;
       arm_flagged |= u.flagged;
-      arm_outlier |= outlier.count(r.id) > 0;
     }
-    if (finished == 0 || 4 * left_out <= finished) continue;  // a quarter or fewer: no advice
+    if (finished == 0 || 4 * noted <= finished) continue;  // a quarter or fewer: no advice
     if (arm_short) short_arms.insert(arm);
     too_short |= arm_short;
     flagged |= arm_flagged;
-    slow_node |= arm_outlier;
-    out.push_back(std::string(arm) + ": " + std::to_string(left_out) + " of " +
-                  std::to_string(finished) + " finished runs were not compared or slowed down");
+    out.push_back(std::string(arm) + ": " + std::to_string(noted) + " of " +
+                  std::to_string(finished) +
+                  " finished runs had no steady state, slowed down or had no value (they count "
+                  "with what they delivered; the spread they add costs runs)");
   }
   if (out.empty()) return out;
   if (too_short) {
-    // Where the compared runs of the arms that lost runs settle (their steady window's first
-    // step), and how long runs are. Another arm's warm-up says nothing about this one's.
+    // Where the steady runs of the arms that had unsteady ones settle, and how long runs are.
     std::vector<double> settle, length;
     for (const auto& r : runs) {
       const RunMetricFacts* f = r.Find(primary->name);
       if (!f || r.state != RunState::kSucceeded || !short_arms.count(r.arm)) continue;
       if (f->last_step > 0) length.push_back(static_cast<double>(f->last_step));
-      if (UseOf(spec, r).counts && f->steady_from_step > 0)
+      if (f->usable && f->steady_from_step > 0)
         settle.push_back(static_cast<double>(f->steady_from_step - 1));
     }
     const std::string param = StepsParam(spec);
     const std::string knob = param.empty() ? "the job's step count" : param;
     const double s = length.empty() ? 0 : Median(length);
-    if (!settle.empty() && Median(settle) > 0) {
-      const int64_t warm = RoundUp(Median(settle), 1);
+    const int64_t declared = spec.run.warmup_steps;
+    const int64_t warm = settle.empty() ? 0 : RoundUp(Median(settle), 1);
+    if (warm > declared) {
       // The steady segment must cover at least half of the run after the declared warm-up;
       // three times the warm-up leaves room for the change-point analysis.
       const int64_t steps =
           std::max<int64_t>(RoundUp(3.0 * static_cast<double>(warm), 10), RoundUp(s, 10));
-      out.push_back("runs too short for a steady state: compared runs settle only at step ~" +
+      out.push_back("runs too short for a steady state: steady runs settle only at step ~" +
                     std::to_string(warm) + " of " + std::to_string(static_cast<int64_t>(s)) +
-                    "; warm-up is longer than declared: set warmup_steps: " + std::to_string(warm) +
-                    " in the workload" +
+                    "; warm-up is longer than declared (warmup_steps: " + std::to_string(declared) +
+                    "): set warmup_steps: " + std::to_string(warm) + " in the workload" +
                     (steps > RoundUp(s, 10) ? ", and raise " + knob + " to " + std::to_string(steps)
                                             : std::string()));
     } else {
       const int64_t steps = s > 0 ? RoundUp(2 * s, 10) : 0;
-      out.push_back(
-          "runs too short for a steady state (the stable segment covers under half of "
-          "each run): raise " +
-          knob + (steps > 0 ? " to " + std::to_string(steps) : std::string(" (×2)")) +
-          ", or declare the warm-up (warmup_steps) if it is known");
+      out.push_back("runs too short for a steady state (the stable segment covers under half of "
+                    "each run, or the level keeps moving): raise " +
+                    knob + (steps > 0 ? " to " + std::to_string(steps) : std::string(" (x2)")) +
+                    " so that each run averages over more of its variation");
     }
-  }
-  if (slow_node) {
-    std::map<std::string, int> by_node;
-    for (const auto& r : runs)
-      if (outlier.count(r.id)) ++by_node[r.node.empty() ? "?" : r.node];
-    std::string nodes;
-    for (const auto& [n, k] : by_node)
-      nodes += (nodes.empty() ? "" : ", ") + n + " (" + std::to_string(k) + " run(s))";
-    out.push_back("runs far from the rest of their arm, on " + nodes +
-                  ": a node slower than the rest? check it, or keep the experiment off it with "
-                  "--selector");
   }
   if (flagged)
     out.push_back(

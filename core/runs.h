@@ -58,10 +58,21 @@ RetryDecision DecideRetry(int attempt, int max_attempts, const std::string& why)
 // One run as the rules see it.
 struct RunMetricFacts {
   std::string metric;
-  std::optional<double> median;  // of the steady-state window; nullopt without samples
-  bool usable = true;            // the within-run analysis found a steady state, no slowdown
-  bool slowdown = false;  // the run got slower within the run (throttling, memory creep): left
-                          // out and counted against its arm
+  std::optional<double> median;  // of the steady-state window (a diagnostic); nullopt without
+                                 // samples
+  // The run's value: what it delivered over its measured window (SteadyState::delivered), and
+  // its unimpeded pace. Runs stored before they existed fall back to the median.
+  std::optional<double> delivered, pace;
+  std::string aggregate;  // how `delivered` was computed ("" = stored before it existed)
+  int64_t measured_from_step = 0;  // first step of the window `delivered` covers (0 = unknown)
+  std::optional<double> Value() const { return delivered ? delivered : median; }
+  std::optional<double> Pace() const { return pace ? pace : Value(); }
+  // How Value() was computed, for anyone recomputing a verdict ("harmonic mean (work over time)
+  // of the samples at steps 11..150").
+  std::string How() const;
+  bool usable = true;     // the within-run analysis found a steady state, no slowdown (a note)
+  bool slowdown = false;  // the run got slower within the run (throttling, memory creep): a
+                          // note; the slowdown is in its delivered value
   int nonfinite = 0;      // NaN/Inf samples
   int samples = 0;        // samples logged
   int64_t steady_from_step = 0;  // first step of the steady window (0 = unknown)
@@ -83,17 +94,19 @@ struct RunFacts {
   const RunMetricFacts* Find(const std::string& metric) const;
 };
 
-// Whether a run counts (is compared, summarised, part of a series): it succeeded and its primary
-// metric has a value from a usable steady state. A run that slowed down within the run
-// (throttling, memory creep) is left out and flagged: the arms' exclusion-rate test counts it
-// against its arm. `why_not` says why a finished run does not count.
-enum class Exclusion { kNone, kNoValue, kNoSteadyState, kSlowdown };
+// Whether a run counts (is compared, summarised, part of a series): every run that succeeded and
+// has a value of the primary metric does. A run without a steady state, one that slowed down or
+// a noisy one counts with the value it delivered; what was off is a note (`note`, `flagged`).
+// `why_not` says why a finished run does not count (it failed, or logged no value).
+enum class Exclusion { kNone, kNoValue };
 struct RunUse {
   bool counts = false;
-  bool excluded = false;  // succeeded but not compared (no steady state, slowdown, no value)
-  bool flagged = false;   // excluded because it slowed down within the run
+  bool excluded = false;  // succeeded but has no value of the primary metric
+  bool flagged = false;   // counts, and slowed down within the run (a note)
+  bool unsteady = false;  // counts, and has no steady state (a note)
   Exclusion why = Exclusion::kNone;
   std::string why_not;
+  std::string note;  // what was off in a counting run ("" = nothing)
 };
 RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run);
 

@@ -1,8 +1,11 @@
 // Group-sequential design for experiments: decide after each interleaved control/variant pair,
 // from `min_pairs` up to the cap `max_pairs`. At look k (pairs so far) the critical value is an
 // O'Brien-Fleming-shaped boundary b_k = c·sqrt(max_pairs / k); c is calibrated by seeded
-// simulation (normal data, Welch t on k values per arm) so that the probability of crossing at
-// any look when there is no effect is alpha (two-sided). Pure and deterministic; thread-safe.
+// simulation of the statistic the verdict uses, so that the probability of crossing at any look
+// when there is no effect is at most alpha (two-sided). For the split paired statistic
+// (SplitPaired) c is the largest over several null distributions of the pairs: Gaussian,
+// heavy-tailed (t3), a fifth of the pairs on slow nodes, lost time dominating, so the error rate
+// holds whatever the noise looks like. Pure and deterministic; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +19,17 @@ struct SequentialOptions {
   // look, the cap included. At least 3; the boundary is calibrated from here.
   int min_pairs = 4;
   int max_pairs = 10;  // the run cap per arm
-  bool paired = true;  // paired t on within-pair differences (ABBA pairs), else Welch
+  bool paired = true;  // paired (ABBA pairs), else Welch t on logs
+  bool split = true;   // paired: the split statistic (SplitPaired), else a plain paired t
 };
 
 // The calibrated constant c (cached per options). `sims` and `seed` fix the simulation.
 double BoundaryConstant(const SequentialOptions& o, int sims = 40000, uint64_t seed = 20261202);
 // b_k for k pairs (k is clamped to [min_pairs, max_pairs]).
 double Boundary(const SequentialOptions& o, int k);
+// The boundary of the equivalence test ("unchanged", two one-sided tests at alpha each): b_k of
+// the design calibrated at two-sided 2·alpha.
+double EquivalenceBoundary(const SequentialOptions& o, int k);
 
 // Rejection rate of H0 (no effect) of the boundary over `sims` simulated experiments whose
 // run values are drawn by `draw(arm, pair)` (arm 0 control, 1 variant) — for tests/benchmarks.
@@ -31,6 +38,7 @@ struct SimRng {
   uint64_t Next();
   double Uniform();  // (0, 1)
   double Normal();
+  double StudentT3();  // Student t with 3 degrees of freedom (heavy tails)
   uint64_t s;
 };
 

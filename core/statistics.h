@@ -50,6 +50,30 @@ struct Interval {
 };
 Interval WelchInterval(const WelchResult& w, double alpha);
 
+// A paired comparison of run values split into the runs' pace and the time they lost beyond it
+// (docs/statistics.md). Per control/variant pair i: p[i] = log(variant pace / control pace) and
+// l[i] = log(variant value / control value) - p[i], so that p[i] + l[i] is the log ratio of what
+// the runs delivered. The pace part is a Huber M-estimate (bounded influence: one pair on a slow
+// node moves it little); the lost part is a plain mean (every stall and throttled stretch counts
+// in full). The delivered effect is their sum; each part's standard error comes from the pairs'
+// influence values, z[i] = pace + s·ψ(r[i])/mean ψ' (+ l[i] for the delivered effect), so every
+// pair counts, none is dropped.
+struct PartEstimate {
+  double est = 0;  // on the log scale, variant over control
+  double se = 0;   // standard error (0 with fewer than 2 pairs)
+};
+struct SplitEstimate {
+  int n = 0;
+  PartEstimate delivered, pace, lost;
+  double scale = 0;    // the Huber scale of the pace part (1.4826·MAD)
+  int downweighted = 0;  // pairs whose pace is beyond the Huber corner (their influence bounded)
+};
+// `k` is the Huber corner in units of `scale`; `factor` multiplies the pace part's influence
+// values (0 = the small-sample factor calibrated for Gaussian pairs, see statistics.cc).
+inline constexpr double kHuberK = 1.5;
+SplitEstimate SplitPaired(const std::vector<double>& p, const std::vector<double>& l,
+                          double k = kHuberK, double factor = 0);
+
 // BCa bootstrap (1 - alpha) interval of median(y) / median(x), resampling each side
 // independently `resamples` times with a seeded generator: reproducible.
 Interval BootstrapRatioOfMediansBca(const std::vector<double>& x, const std::vector<double>& y,

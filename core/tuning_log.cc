@@ -11,13 +11,20 @@ namespace {
 // The actual effect: for a sequential design's primary, the estimate adjusted for early
 // stopping (and it says so), with the estimate at the stopping look beside it.
 json MetricEntry(const MetricVerdict& m) {
-  json e = {{"metric", m.metric},       {"role", m.role},
-            {"ratio", m.ratio},         {"effect", FormatEffect(m.ratio)},
-            {"ci_low", m.ci_low},       {"ci_high", m.ci_high},
-            {"p_value", m.p_value},     {"decision", m.decision},
-            {"guardrail", m.guardrail}, {"n_control", m.n_control},
+  // No figure without an estimate: null and "—", never a placeholder ratio of 1.
+  auto est = [&m](double x) { return m.estimated ? json(x) : json(nullptr); };
+  json e = {{"metric", m.metric},
+            {"role", m.role},
+            {"ratio", est(m.ratio)},
+            {"effect", m.estimated ? FormatEffect(m.ratio) : "—"},
+            {"ci_low", est(m.ci_low)},
+            {"ci_high", est(m.ci_high)},
+            {"p_value", m.tested ? json(m.p_value) : json(nullptr)},
+            {"decision", m.decision},
+            {"guardrail", m.guardrail},
+            {"n_control", m.n_control},
             {"n_variant", m.n_variant}};
-  if (m.adjusted) {
+  if (m.adjusted && m.estimated) {
     e["raw"] = {{"ratio", m.ratio}, {"ci_low", m.ci_low}, {"ci_high", m.ci_high}};
     e["ratio"] = m.adj_ratio;
     e["effect"] = FormatEffect(m.adj_ratio);

@@ -387,6 +387,8 @@ void ToProto(const MetricVerdict& m, v1::MetricVerdict* p) {
   p->set_mw_p(m.mw_p);
   p->set_boot_low(m.boot_low);
   p->set_boot_high(m.boot_high);
+  p->set_estimated(m.estimated);
+  p->set_tested(m.tested);
 }
 
 void ToProto(const ExperimentRow& e, v1::Experiment* out) {
@@ -495,10 +497,15 @@ void ToProto(const LogRow& l, v1::LogEntry* out) {
   if (j.contains("primary") && j["primary"].is_object()) {
     const auto& p = j["primary"];
     out->set_primary_metric(p.value("metric", ""));
-    out->set_ratio(p.value("ratio", 1.0));
-    out->set_ci_low(p.value("ci_low", 1.0));
-    out->set_ci_high(p.value("ci_high", 1.0));
-    out->set_p_value(p.value("p_value", 1.0));
+    // null (no estimate was made): 0, which every reader shows as "—".
+    auto num = [&p](const char* key) {
+      auto it = p.find(key);
+      return it != p.end() && it->is_number() ? it->get<double>() : 0.0;
+    };
+    out->set_ratio(num("ratio"));
+    out->set_ci_low(num("ci_low"));
+    out->set_ci_high(num("ci_high"));
+    out->set_p_value(num("p_value"));
   }
   std::string others, guards;
   for (const auto& m : j.value("others", nlohmann::json::array()))

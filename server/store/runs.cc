@@ -27,7 +27,10 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
       "COALESCE(rs.warnings, '') AS warnings, COALESCE(rs.slowdown, false) AS slowdown, "
       "COALESCE(rs.samples, 0) AS samples, COALESCE(rs.resolution, 0) AS resolution, "
       "COALESCE(rs.levels, 0) AS levels, COALESCE(rs.steady_from_step, 0) AS steady_from_step, "
-      "COALESCE(rs.last_step, 0) AS last_step FROM runs r LEFT JOIN run_summaries rs ON "
+      "COALESCE(rs.last_step, 0) AS last_step, rs.delivered, rs.pace, "
+      "COALESCE(rs.aggregate, '') AS aggregate, "
+      "COALESCE(rs.measured_from_step, 0) AS measured_from_step FROM runs r LEFT JOIN "
+      "run_summaries rs ON "
       "rs.run_id = r.id" +
           (metric.empty() ? std::string() : " AND rs.metric = " + w.quote(metric)) + " WHERE " +
           condition + " ORDER BY " + order + ", r.id, rs.metric",
@@ -58,6 +61,10 @@ std::vector<RunFacts> LoadRunFacts(pqxx::work& w, const std::string& condition, 
     m.samples = row["samples"].as<int>();
     m.resolution = row["resolution"].as<double>();
     m.levels = row["levels"].as<int>();
+    if (!row["delivered"].is_null()) m.delivered = row["delivered"].as<double>();
+    if (!row["pace"].is_null()) m.pace = row["pace"].as<double>();
+    m.aggregate = row["aggregate"].as<std::string>();
+    m.measured_from_step = row["measured_from_step"].as<int64_t>();
     m.steady_from_step = row["steady_from_step"].as<int64_t>();
     m.last_step = row["last_step"].as<int64_t>();
     out.back().metrics.push_back(std::move(m));
@@ -756,13 +763,14 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
               q_opt(mx) + "," + q(nonfinite) + "," + q(s.usable()) + "," + q(s.detected_warmup) +
               "," + q(s.mad) + "," + q(s.lag1) + "," + q(warnings) + "," + q(s.slowdown) + "," +
               q(s.resolution) + "," + q(s.levels) + "," + q(s.steady_from_step) + "," +
-              q(last_step) + ")";
+              q(last_step) + "," + q_opt(s.delivered) + "," + q_opt(s.pace) + "," +
+              q(s.aggregate) + "," + q(s.measured_from_step) + ")";
     }
     if (!rows.empty())
       w.exec0(
           "INSERT INTO run_summaries(run_id, metric, samples, steady, median, min, max, nonfinite, "
           "usable, detected_warmup, mad, lag1, warnings, slowdown, resolution, levels, "
-          "steady_from_step, last_step) VALUES " +
+          "steady_from_step, last_step, delivered, pace, aggregate, measured_from_step) VALUES " +
           rows);
     Audit(w, actor, "run." + state, "run", run_id, detail);
     // Before the completion lock (the watch lock it may take comes first in the order), so that

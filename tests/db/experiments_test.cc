@@ -163,11 +163,11 @@ TEST(Experiments, ClearEffectIsImprovedConfirmedAndFreezesIntoV2) {
   Store& st = l.db->store();
   auto h = st.CreateHypothesis({"", 0, {"nw=8"}, "sps +10%", "data wait 40%", "starved"}, "user:a");
   ASSERT_TRUE(h.ok()) << h.status().message();
-  auto id = st.CreateExperiment({"", 0, {}, *h, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {}, *h, 4}, "user:a");
   ASSERT_TRUE(id.ok()) << id.status().message();
   EXPECT_TRUE(st.GetHypothesis(*h)->locked);
   // a locked hypothesis cannot start another experiment, nor be edited
-  EXPECT_THAT(st.CreateExperiment({"", 0, {}, *h, 3}, "user:a").status().message(),
+  EXPECT_THAT(st.CreateExperiment({"", 0, {}, *h, 4}, "user:a").status().message(),
               HasSubstr("is locked"));
   EXPECT_THROW(l.db->Scalar("UPDATE hypotheses SET statement = 'x' RETURNING 1"), std::exception);
   RunAll(st, l.agent, 100, 200);
@@ -194,7 +194,7 @@ TEST(Experiments, ClearEffectIsImprovedConfirmedAndFreezesIntoV2) {
   auto b = st.GetBaseline(b2);
   EXPECT_EQ(b->state, "completed");
   EXPECT_EQ(b->config_version, 2);
-  EXPECT_EQ(b->runs_succeeded, 3);
+  EXPECT_EQ(b->runs_succeeded, 4);
   EXPECT_NEAR(b->summaries[0].stats.median, 200, 1);
   // freezing twice, or an experiment against the old config, is refused
   EXPECT_THAT(st.FreezeExperiment(*id, false, "", "user:b").status().message(),
@@ -215,7 +215,7 @@ TEST(Experiments, NoEffectIsNotImprovedAndFreezeNeedsForceWithReason) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"li=5"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"li=5"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 100);
   auto e = st.GetExperiment(*id);
   EXPECT_NE(e->decision, "improved");
@@ -234,7 +234,7 @@ TEST(Experiments, CrashedVariantVetoesImproved) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 200, /*crash_variant=*/true);
   auto e = st.GetExperiment(*id);
   EXPECT_EQ(e->decision, "regressed");
@@ -246,8 +246,8 @@ TEST(Experiments, FreezeAgainstAnOldConfigIsRefused) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto a = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
-  auto b = st.CreateExperiment({"", 0, {"nw=4"}, 0, 3}, "user:a");
+  auto a = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
+  auto b = st.CreateExperiment({"", 0, {"nw=4"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 200);
   ASSERT_TRUE(st.FreezeExperiment(*a, false, "", "user:b").ok());
   auto r = st.FreezeExperiment(*b, false, "", "user:b");
@@ -255,7 +255,7 @@ TEST(Experiments, FreezeAgainstAnOldConfigIsRefused) {
   EXPECT_THAT(r.status().message(),
               HasSubstr("compared against config v1, but demo's current config is v2"));
   // without --baseline, a new experiment now compares against v2's level
-  auto c = st.CreateExperiment({"", 0, {"nw=16"}, 0, 3}, "user:a");
+  auto c = st.CreateExperiment({"", 0, {"nw=16"}, 0, 4}, "user:a");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(st.GetExperiment(*c)->config_version, 2);
   EXPECT_EQ(st.GetExperiment(*c)->change.from.at("nw"), "8");
@@ -265,7 +265,7 @@ TEST(Experiments, CancelStopsQueuedRunsAndFlagsRunningOnes) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   auto claimed = st.ClaimRuns(l.agent, {}, 2);
   ASSERT_EQ(claimed->size(), 2u);
   auto c = st.CancelExperiment(*id, "user:a");
@@ -274,7 +274,7 @@ TEST(Experiments, CancelStopsQueuedRunsAndFlagsRunningOnes) {
   EXPECT_EQ(st.PendingCancels(l.agent)->size(), 2u);
   EXPECT_EQ(l.db->Scalar("SELECT count(*) FROM runs WHERE experiment_id = " + std::to_string(*id) +
                          " AND state = 'cancelled'"),
-            "4");
+            "6");
   EXPECT_THAT(st.CancelExperiment(*id, "user:a").status().message(),
               HasSubstr("only a running one"));
 }
@@ -289,7 +289,7 @@ TEST(Experiments, NonFiniteGuardrailInAVariantVetoesImproved) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 200, false, /*nan_loss_in_variant=*/true);
   auto e = st.GetExperiment(*id);
   EXPECT_EQ(e->decision, "regressed");
@@ -301,7 +301,7 @@ TEST(Experiments, DriftAlarmWhenControlsMovedFromTheBaseline) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));  // baseline level 100
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 90, 180);  // the cluster got 10 % slower since
   auto e = st.GetExperiment(*id);
   EXPECT_EQ(e->decision, "improved");
@@ -393,21 +393,21 @@ TEST(Experiments, AfterAFreezeTheWatchedSeriesIsTheNewConfigsRuns) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   ASSERT_TRUE(id.ok()) << id.status().message();
   RunAll(st, l.agent, 100, 200);
   ASSERT_TRUE(st.FreezeExperiment(*id, false, "", "user:b").ok());
   auto s = st.GetRegressionSeries("demo");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->config_version, 2);
-  ASSERT_EQ(s->points.size(), 3u);  // the variant runs it was frozen from, not v1's runs
+  ASSERT_EQ(s->points.size(), 4u);  // the variant runs it was frozen from, not v1's runs
   for (const auto& p : s->points) {
     EXPECT_EQ(st.GetRun(p.run_id)->arm, "variant");
     EXPECT_NEAR(p.value, 200, 1);
   }
   ASSERT_TRUE(st.CreateBaseline("demo", 2, "user:c").ok());  // v2 measured again later
   RunAll(st, l.agent, 200, 200);
-  EXPECT_EQ(st.GetRegressionSeries("demo")->points.size(), 5u);
+  EXPECT_EQ(st.GetRegressionSeries("demo")->points.size(), 6u);
 }
 
 }  // namespace
@@ -420,14 +420,14 @@ TEST(Experiments, TheSameChangeOnTheSameConfigIsRefusedUntilAgainWithAReason) {
   TUNECTL_TEST_DB(db);
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto first = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto first = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   ASSERT_TRUE(first.ok()) << first.status().message();
   // while it runs
-  EXPECT_THAT(st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a").status().message(),
+  EXPECT_THAT(st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a").status().message(),
               HasSubstr("already being tested by experiment " + std::to_string(*first)));
   RunAll(st, l.agent, 100, 200);
   const std::string before = Counts(*l.db);
-  auto again = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto again = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   EXPECT_EQ(again.status().code(), Status::Code::kFailedPrecondition);
   EXPECT_THAT(again.status().message(),
               HasSubstr("experiment " + std::to_string(*first) + " decided improved (+"));
@@ -437,7 +437,7 @@ TEST(Experiments, TheSameChangeOnTheSameConfigIsRefusedUntilAgainWithAReason) {
               HasSubstr("batch: nw=8: nw 1→8 was already tested on config v1"));
   EXPECT_EQ(Counts(*l.db), before);  // nothing of the refused batch stays
   // another value, and the hypothesis on the same parameter lists what was tried
-  EXPECT_TRUE(st.CreateExperiment({"", 0, {"nw=4"}, 0, 3}, "user:a").ok());
+  EXPECT_TRUE(st.CreateExperiment({"", 0, {"nw=4"}, 0, 4}, "user:a").ok());
   auto h = st.CreateHypothesis({"", 0, {"nw=16"}, "sps >= 150", "", ""}, "user:a");
   ASSERT_TRUE(h.ok()) << h.status().message();
   auto hyp = st.GetHypothesis(*h);
@@ -445,7 +445,7 @@ TEST(Experiments, TheSameChangeOnTheSameConfigIsRefusedUntilAgainWithAReason) {
   EXPECT_THAT(hyp->earlier[0], HasSubstr("experiment " + std::to_string(*first) +
                                          " on config v1: nw 1→8 decided improved"));
   EXPECT_THAT(hyp->earlier[1], HasSubstr("still running"));
-  ExperimentIn in{"", 0, {"nw=8"}, 0, 3};
+  ExperimentIn in{"", 0, {"nw=8"}, 0, 4};
   in.again = true;
   EXPECT_THAT(st.CreateExperiment(in, "user:a").status().message(), HasSubstr("--reason"));
   in.again_reason = "new kernel";
@@ -469,7 +469,7 @@ TEST(Goals, ProgressMovesWithAFreezeAndAGuardrailHoldsAFreezeBack) {
   EXPECT_NEAR(g->progress.attained, 1.0 / 3, 0.01);
   EXPECT_TRUE(g->progress.steps.empty());
 
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 200);
   EXPECT_THAT(st.GetExperiment(*id)->goal_note, HasSubstr("goal sps 300: control "));
   EXPECT_THAT(st.GetExperiment(*id)->goal_note, HasSubstr("% of it) -> variant 200"));
@@ -513,7 +513,7 @@ namespace {
 Loop Sealed(std::unique_ptr<TestDb> db) {
   Loop l = MeasuredBaseline(std::move(db));
   Store& st = l.db->store();
-  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 3}, "user:a");
+  auto id = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:a");
   RunAll(st, l.agent, 100, 200);
   EXPECT_TRUE(st.FreezeExperiment(*id, false, "", "user:b").ok());
   auto n = st.SealAudit();

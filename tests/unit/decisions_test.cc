@@ -243,7 +243,7 @@ TEST(SequentialLook, LooksAreIndexedByUsablePairsAndNeedFourOfThem) {
   EXPECT_FALSE(s3.stop);
   EXPECT_EQ(s3.verdict.pairs, 3);
   EXPECT_EQ(s3.verdict.finished_pairs, 4);
-  EXPECT_THAT(s3.verdict.metrics[0].note, HasSubstr("3 usable pair(s); a decision needs 4"));
+  EXPECT_THAT(s3.verdict.metrics[0].note, HasSubstr("3 pair(s); a decision needs 4"));
   ArmData four = Arm({200, 201, 199, 202}, {0, 1, 2, 3});
   SequentialStep s4 = EvaluateSequential(spec, control, four, std::nullopt, design);
   EXPECT_TRUE(s4.stop);

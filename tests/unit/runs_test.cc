@@ -1,3 +1,4 @@
+#include "core/changepoint.h"
 #include "core/runs.h"
 
 #include <gmock/gmock.h>
@@ -98,15 +99,17 @@ TEST(RetryPolicy, RequeuesWhileAttemptsAreLeftThenLoses) {
   EXPECT_EQ(last.reason, "lost after 3 attempts: agent went silent");
 }
 
-TEST(WhichRunsCount, OnlySucceededRunsWithAUsablePrimaryValue) {
+TEST(WhichRunsCount, EverySucceededRunWithAPrimaryValueCounts) {
   const WorkloadSpec spec = Spec();
   EXPECT_TRUE(UseOf(spec, Fact(1, 100)).counts);
-  RunUse unusable = UseOf(spec, Fact(2, 100, false));
-  EXPECT_FALSE(unusable.counts);
-  EXPECT_TRUE(unusable.excluded);
-  EXPECT_THAT(unusable.why_not, HasSubstr("run 2: no steady state"));
+  RunUse unsteady = UseOf(spec, Fact(2, 100, false));
+  EXPECT_TRUE(unsteady.counts);
+  EXPECT_FALSE(unsteady.excluded);
+  EXPECT_TRUE(unsteady.unsteady);
+  EXPECT_THAT(unsteady.note, HasSubstr("run 2: no steady state"));
   RunFacts no_value = Fact(3, 100);
   no_value.metrics[0].median.reset();
+  EXPECT_FALSE(UseOf(spec, no_value).counts);
   EXPECT_THAT(UseOf(spec, no_value).why_not, HasSubstr("no sps value"));
   RunFacts failed = Fact(4, 100);
   failed.state = RunState::kFailed;
@@ -115,30 +118,30 @@ TEST(WhichRunsCount, OnlySucceededRunsWithAUsablePrimaryValue) {
   EXPECT_FALSE(UseOf(spec, failed).excluded);
 }
 
-// The same unusable run is left out of a baseline's summary, of the experiment's arms (and so of
-// a freeze's measured level) and of the series: one rule.
-TEST(WhichRunsCount, OneUnusableRunIsLeftOutOfBaselineArmsAndSeriesAlike) {
+// The same unsteady run counts in a baseline's summary, in the experiment's arms (and so in a
+// freeze's measured level) and in the series: one rule.
+TEST(WhichRunsCount, OneUnsteadyRunCountsInBaselineArmsAndSeriesAlike) {
   const WorkloadSpec spec = Spec();
-  const RunFacts unusable = Fact(2, 50, false, "variant", 2);
-  const std::vector<RunFacts> baseline = {Fact(1, 100), unusable, Fact(3, 102)};
+  const RunFacts unsteady = Fact(2, 50, false, "variant", 2);
+  const std::vector<RunFacts> baseline = {Fact(1, 100), unsteady, Fact(3, 102)};
   const auto summary = SummarizeRuns(spec, baseline);
   ASSERT_EQ(summary.size(), 2u);
   EXPECT_EQ(summary[0].metric, "sps");
-  EXPECT_EQ(summary[0].stats.n, 2);
-  EXPECT_DOUBLE_EQ(summary[0].stats.median, 101);
-  EXPECT_EQ(summary[1].stats.n, 2);  // the loss of the unusable run is left out too
+  EXPECT_EQ(summary[0].stats.n, 3);
+  EXPECT_DOUBLE_EQ(summary[0].stats.median, 100);
+  EXPECT_EQ(summary[1].stats.n, 3);
 
-  const std::vector<RunFacts> experiment = {Fact(1, 100, true, "control", 1), unusable,
+  const std::vector<RunFacts> experiment = {Fact(1, 100, true, "control", 1), unsteady,
                                             Fact(3, 101, true, "control", 4),
                                             Fact(4, 110, true, "variant", 3)};
   const Arms arms = BuildArms(spec, experiment);
-  EXPECT_THAT(arms.compared_variant, ElementsAre(4));
-  EXPECT_THAT(arms.variant.values.at("sps"), ElementsAre(110));
-  EXPECT_THAT(arms.variant.excluded, ElementsAre(HasSubstr("run 2: no steady state")));
+  EXPECT_THAT(arms.compared_variant, ElementsAre(2, 4));
+  EXPECT_THAT(arms.variant.values.at("sps"), ElementsAre(50, 110));
+  EXPECT_TRUE(arms.variant.excluded.empty());
+  EXPECT_THAT(arms.variant.notes, ElementsAre(HasSubstr("run 2: no steady state")));
   EXPECT_EQ(arms.variant.runs, 2);
 
-  EXPECT_FALSE(UseOf(spec, unusable).counts);         // what the series keeps
-  EXPECT_EQ(ExpectedRunSeconds(spec, baseline), 20);  // runs 1 and 3: 10 s and 30 s
+  EXPECT_TRUE(UseOf(spec, unsteady).counts);  // what the series keeps
 }
 
 TEST(Arms, PairsComeFromTheAbbaPositions) {
@@ -179,7 +182,7 @@ TEST(Arms, ProgressCountsEachArmsRunsByStateAndTheComparedOnes) {
   EXPECT_EQ(a.control.active, 1);
   EXPECT_EQ(a.control.failed, 1);
   EXPECT_EQ(a.variant.succeeded, 2);
-  EXPECT_EQ(a.variant.compared, 1);  // run 2 has no steady state
+  EXPECT_EQ(a.variant.compared, 2);  // run 2 has no steady state: it counts all the same
   EXPECT_EQ(a.variant.queued, 1);
 }
 
@@ -248,10 +251,9 @@ TEST(BaselineOutcome, AMetricWithNoValueInAnyRunFailsItNamingTheMetricAndWhy) {
   EXPECT_EQ(BaselineOutcome(spec, {a, Fact(3, 100)})->state, BaselineState::kCompleted);
 }
 
-TEST(BaselineOutcome, NoSteadyStateInAnyRunFailsIt) {
+TEST(BaselineOutcome, RunsWithoutASteadyStateStillCompleteIt) {
   auto out = BaselineOutcome(Spec(), {Fact(1, 100, false), Fact(2, 100, false)});
-  EXPECT_EQ(out->state, BaselineState::kFailed);
-  EXPECT_THAT(out->reason, HasSubstr("no run has a steady-state value of sps: run 1: no steady"));
+  EXPECT_EQ(out->state, BaselineState::kCompleted);
 }
 
 TEST(FailureCause, NamesOomNcclAndPythonExceptionsFromTheStderrTail) {
@@ -278,15 +280,15 @@ TEST(RunOutcome, AFailedRunCarriesItsCause) {
   EXPECT_THAT(o.reason, HasSubstr("exit code 1 — OOM: RuntimeError: CUDA out of memory"));
 }
 
-TEST(WhichRunsCount, ASlowdownIsLeftOutAndCountsAgainstItsArm) {
+TEST(WhichRunsCount, ASlowdownCountsWithWhatItDeliveredAndIsNoted) {
   RunFacts r = Fact(1, 80);
   r.metrics[0].usable = false;
   r.metrics[0].slowdown = true;
   r.metrics[0].warnings = "slowdown: the last segment is 20% worse";
   const RunUse u = UseOf(Spec(), r);
-  EXPECT_FALSE(u.counts);
+  EXPECT_TRUE(u.counts);
   EXPECT_TRUE(u.flagged);
-  EXPECT_EQ(u.why, Exclusion::kSlowdown);
+  EXPECT_THAT(u.note, HasSubstr("slowdown"));
   const Arms arms = BuildArms(Spec(), {Fact(2, 100, true, "control", 1), [&] {
                                          RunFacts v = r;
                                          v.arm = "variant";
@@ -294,9 +296,23 @@ TEST(WhichRunsCount, ASlowdownIsLeftOutAndCountsAgainstItsArm) {
                                          return v;
                                        }()});
   EXPECT_EQ(arms.variant.flagged, 1);
-  EXPECT_EQ(arms.variant.Unusable(), 1);
-  EXPECT_EQ(arms.variant.values.count("sps"), 0u);
-  EXPECT_THAT(arms.variant.excluded, ElementsAre(HasSubstr("slowdown")));
+  EXPECT_THAT(arms.variant.values.at("sps"), ElementsAre(80));
+  EXPECT_TRUE(arms.variant.excluded.empty());
+  EXPECT_THAT(arms.variant.notes, ElementsAre(HasSubstr("slowdown")));
+}
+
+TEST(WhichRunsCount, ARunCountsWithItsDeliveredValueNotItsMedian) {
+  RunFacts r = Fact(1, 100);
+  r.metrics[0].delivered = 91;
+  r.metrics[0].pace = 104;
+  r.metrics[0].aggregate = kHarmonicMean;
+  r.metrics[0].measured_from_step = 11;
+  r.metrics[0].last_step = 150;
+  const Arms arms = BuildArms(Spec(), {r});
+  EXPECT_THAT(arms.control.values.at("sps"), ElementsAre(91));
+  EXPECT_THAT(arms.control.pace.at("sps"), ElementsAre(104));
+  EXPECT_THAT(arms.control.how.at("sps"),
+              ElementsAre("harmonic mean (work over time) of the samples at steps 11..150"));
 }
 
 TEST(AdviseExclusions, RunsTooShortGetTheWarmupAndStepsToSet) {
@@ -340,15 +356,6 @@ TEST(States, NamesRoundTripAndActiveStatesBuildTheSqlList) {
 namespace tunectl {
 namespace {
 
-TEST(WhichRunsCount, TheVerdictAndAFreezeDropTheSameFarRun) {
-  MetricSpec m;
-  m.name = "sps";
-  m.min_effect = 0.03;
-  const std::vector<double> six = {100, 101, 99, 100.5, 99.5, 70};  // one slow node
-  EXPECT_EQ(ComparedRunValues(m, six), std::vector<double>({100, 101, 99, 100.5, 99.5}));
-  const std::vector<double> five = {100, 101, 99, 100.5, 70};  // too few to call one far
-  EXPECT_EQ(ComparedRunValues(m, five), five);
-}
 
 }  // namespace
 }  // namespace tunectl
