@@ -10,13 +10,14 @@
 //   build/bench/bench_decisions [--experiments N] [--seed S] [--margin M]
 //
 // Prints a Markdown table per design and the targets of docs/benchmarks.md with PASS/FAIL.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
-#include <unistd.h>
 #include <vector>
 
 #include "core/changepoint.h"
@@ -47,15 +48,15 @@ enum class Fault {
   kEarlyCrash,        // every variant run dies of CUDA OOM
   kNanLines,          // 3 % of all samples are NaN
   // Noise of both arms (no fault of the variant's):
-  kT3,              // t3 innovations instead of Gaussian
-  kAr09,            // AR(1) with phi = 0.9
-  kStalls,          // 2 % of steps stall at 20-60 % speed (3.5 % of the time lost on average)
-  kStallsLight,     // 1 % of steps stall at 20-60 % speed
-  kTwoLevel,        // every run switches between its level and 80 % of it, in stretches
-  kLongWarmup,      // warm-up of 40-60 steps (declared: 5)
-  kBothUnsettled,   // 40 % of both arms' runs never settle
-  kHeavyTailed,     // t3 innovations, AR 0.6, 2 % stalls
-  kHeavyLight,      // t3 innovations, AR 0.6, 1 % stalls
+  kT3,             // t3 innovations instead of Gaussian
+  kAr09,           // AR(1) with phi = 0.9
+  kStalls,         // 2 % of steps stall at 20-60 % speed (3.5 % of the time lost on average)
+  kStallsLight,    // 1 % of steps stall at 20-60 % speed
+  kTwoLevel,       // every run switches between its level and 80 % of it, in stretches
+  kLongWarmup,     // warm-up of 40-60 steps (declared: 5)
+  kBothUnsettled,  // 40 % of both arms' runs never settle
+  kHeavyTailed,    // t3 innovations, AR 0.6, 2 % stalls
+  kHeavyLight,     // t3 innovations, AR 0.6, 1 % stalls
   // The variant's own faults and trade-offs:
   kNoisierBetter,    // the variant's step noise doubled
   kThrottleControl,  // half the control's runs throttle (the variant removes it)
@@ -107,12 +108,12 @@ struct RunShape {
   bool last_step_stall = false;
   double quantum = 0;  // printed resolution of the primary (0 = full precision)
   double nan_rate = 0;
-  bool t3 = false;           // t3 innovations
-  double phi = 0.6;          // AR(1) coefficient of the steps
-  double noise = 0.03;       // the steps' stationary sd (log scale)
-  double stall_rate = 0;     // share of steps that stall at 20-60 % speed
-  double long_stall = 0;     // share of steps that take 20 step-times
-  bool two_level = false;    // switches between the level and 80 % of it
+  bool t3 = false;         // t3 innovations
+  double phi = 0.6;        // AR(1) coefficient of the steps
+  double noise = 0.03;     // the steps' stationary sd (log scale)
+  double stall_rate = 0;   // share of steps that stall at 20-60 % speed
+  double long_stall = 0;   // share of steps that take 20 step-times
+  bool two_level = false;  // switches between the level and 80 % of it
   int warm_min = 5, warm_max = 40;
 };
 
@@ -436,9 +437,9 @@ int main(int argc, char** argv) {
     }
   scenarios.push_back({Drift::kNone, 2 * kDelta, true, "+2δ, guardrail broken"});
   const size_t first_noise = scenarios.size();
-  for (Fault f : {Fault::kT3, Fault::kAr09, Fault::kStalls, Fault::kStallsLight, Fault::kTwoLevel,
-                  Fault::kLongWarmup, Fault::kBothUnsettled, Fault::kHeavyTailed,
-                  Fault::kHeavyLight}) {
+  for (Fault f :
+       {Fault::kT3, Fault::kAr09, Fault::kStalls, Fault::kStallsLight, Fault::kTwoLevel,
+        Fault::kLongWarmup, Fault::kBothUnsettled, Fault::kHeavyTailed, Fault::kHeavyLight}) {
     scenarios.push_back({Drift::kNone, 0, false, "0", f});
     scenarios.push_back({Drift::kNone, 2 * kDelta, false, "+2δ", f});
   }
@@ -492,7 +493,8 @@ int main(int argc, char** argv) {
              part(scenarios, first_fault, first_estimate),
              part(engine, first_fault, first_estimate));
   PrintTable("the variant's faults and trade-offs: naive design",
-             part(scenarios, first_fault, first_estimate), part(naive, first_fault, first_estimate));
+             part(scenarios, first_fault, first_estimate),
+             part(naive, first_fault, first_estimate));
   std::printf("\n### Estimates after early stopping (%d experiments each)\n\n", n_estimate);
   std::printf(
       "| true effect | improved | mean estimate, all | mean adjusted, all | mean estimate, "

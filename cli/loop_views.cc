@@ -436,9 +436,8 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
     // What anyone needs to recompute it: the method, the critical value and df, and the runs.
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
       if (vm.value("metric", "") != m.metric()) continue;
-      for (const char* k :
-           {"method", "critical", "df", "resolution", "adjusted", "pace", "lost", "downweighted",
-            "control_runs", "variant_runs"})
+      for (const char* k : {"method", "critical", "df", "resolution", "adjusted", "pace", "lost",
+                            "downweighted", "control_runs", "variant_runs"})
         if (vm.contains(k)) x[k] = vm[k];
     }
     ms.push_back(x);
@@ -598,8 +597,8 @@ std::string ExperimentDetail(const v1::Experiment& e) {
     }
     for (const auto& vm : verdict.value("metrics", ojson::array())) {
       const std::string method = vm.value("method", "");
-      const bool has = vm.contains("critical") && vm["critical"].is_number() &&
-                       vm.contains("df") && vm["df"].is_number();
+      const bool has = vm.contains("critical") && vm["critical"].is_number() && vm.contains("df") &&
+                       vm["df"].is_number();
       if (method.empty() || !has || vm["critical"].get<double>() <= 0) continue;
       char df[32];
       std::snprintf(df, sizeof df, "%g", vm["df"].get<double>());
@@ -752,12 +751,12 @@ Table LogCsv(const v1::ListLogResponse& r) {
   for (const auto& e : r.entries()) {
     const bool decided = e.kind().empty() || e.kind() == "decided";
     const bool ratio = e.ratio() > 0;  // 0: no estimate (or a regression's unknown levels)
-    t.rows.push_back({e.experiment_id() ? std::to_string(e.experiment_id()) : "", e.at(),
-                      e.kind().empty() ? "decided" : e.kind(), e.workload(), e.change(),
-                      e.expected(), e.hypothesis_result(), e.primary_metric(),
-                      ratio ? CsvNumber(e.ratio()) : "",
-                      decided && ratio ? CsvNumber(e.ci_low()) : "",
-                      decided && ratio ? CsvNumber(e.ci_high()) : "", e.decision(), e.frozen(), e.actor()});
+    t.rows.push_back(
+        {e.experiment_id() ? std::to_string(e.experiment_id()) : "", e.at(),
+         e.kind().empty() ? "decided" : e.kind(), e.workload(), e.change(), e.expected(),
+         e.hypothesis_result(), e.primary_metric(), ratio ? CsvNumber(e.ratio()) : "",
+         decided && ratio ? CsvNumber(e.ci_low()) : "",
+         decided && ratio ? CsvNumber(e.ci_high()) : "", e.decision(), e.frozen(), e.actor()});
   }
   return t;
 }

@@ -57,12 +57,12 @@ struct SteadyState {
   // finite samples after the declared warm-up and after a detected leading ramp (segments each
   // worse than the next, together at most a third of the run). Stalls, throttled stretches and
   // slowdowns inside the window count in full.
-  int64_t measured_from_step = 0;  // first step of the measured window (0: no window)
-  int measured = 0;                // samples in the measured window
+  int64_t measured_from_step = 0;   // first step of the measured window (0: no window)
+  int measured = 0;                 // samples in the measured window
   std::optional<double> delivered;  // its effective value: see Aggregate
-  std::optional<double> pace;  // its unimpeded pace: the upper quartile of the window (lower
-                               // quartile for lower-is-better), the level between stalls
-  std::string aggregate;       // how `delivered` was computed: kHarmonicMean or kArithmeticMean
+  std::optional<double> pace;       // its unimpeded pace: the upper quartile of the window (lower
+                                    // quartile for lower-is-better), the level between stalls
+  std::string aggregate;  // how `delivered` was computed: kHarmonicMean or kArithmeticMean
   std::vector<std::string> warnings;
   // The steady window is clean: a note, never a reason to leave the run out of a comparison.
   bool usable() const { return !no_steady_state && !slowdown && stats.n > 0; }

@@ -293,8 +293,8 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
   const bool paired = o.paired && !c_all.empty() && !v_all.empty() &&
                       c_pairs.size() == c_all.size() && v_pairs.size() == v_all.size();
   const int needed = o.design ? std::max(4, o.design->min_pairs) : std::max(2, o.min_runs);
-  std::vector<double> c, v;      // the compared runs' values
-  std::vector<double> dp, dl;    // paired: per pair, log pace ratio and log lost-part ratio
+  std::vector<double> c, v;    // the compared runs' values
+  std::vector<double> dp, dl;  // paired: per pair, log pace ratio and log lost-part ratio
   if (paired) {
     // Every complete pair counts: a run whose partner has no value (failed, no sample) is the
     // only one not compared.
@@ -638,8 +638,7 @@ void AdjustForEarlyStopping(const WorkloadSpec& spec, const SequentialOptions& d
     const bool higher = ms->better == Better::kHigher;
     const StopRule stop = [&](double mu, double s, int k) {
       return DecideEffect(mu, s, bound[static_cast<size_t>(k)], eq[static_cast<size_t>(k)], unit,
-                          higher, o.margin) !=
-             "inconclusive";
+                          higher, o.margin) != "inconclusive";
     };
     const int first = paired.min_pairs, last = std::max(design.max_pairs, first);
     const SequentialEstimate e = MedianUnbiasedEstimate(mean, sd, n, first, last, stop);
@@ -865,8 +864,8 @@ Result<Verdict> VerdictFromJson(const std::string& text) {
       x.tested = m.contains("p_value") && m["p_value"].is_number();
     } else {
       // Stored before `estimated` existed: the placeholder was ratio 1 with a CI of [1, 1].
-      x.estimated = x.n_control > 0 && x.n_variant > 0 &&
-                    !(x.ratio == 1 && x.ci_low == 1 && x.ci_high == 1);
+      x.estimated =
+          x.n_control > 0 && x.n_variant > 0 && !(x.ratio == 1 && x.ci_low == 1 && x.ci_high == 1);
       x.tested = x.estimated;
     }
     x.decision = m.value("decision", "");

@@ -72,16 +72,14 @@ struct ArmData {
   int flagged = 0;                     // counting runs that slowed down within the run
   std::vector<std::string> nonfinite;  // "run 12: 3 NaN/Inf loss sample(s)", per run and metric
   // Finished runs that failed, had no value or counted with a note (reported only).
-  int Unusable() const {
-    return failed_runs + static_cast<int>(excluded.size() + notes.size());
-  }
+  int Unusable() const { return failed_runs + static_cast<int>(excluded.size() + notes.size()); }
 };
 
 // One run as a metric's comparison used it.
 struct ComparedRun {
-  int64_t run = 0;   // 0 when the arm carried no ids
-  int pair = -1;     // ABBA pair (-1 = unpaired)
-  double value = 0;  // the run's delivered value (RunMetricFacts::Value)
+  int64_t run = 0;             // 0 when the arm carried no ids
+  int pair = -1;               // ABBA pair (-1 = unpaired)
+  double value = 0;            // the run's delivered value (RunMetricFacts::Value)
   std::optional<double> pace;  // its unimpeded pace, when known
   std::string how;             // how `value` was computed
   bool compared = true;
@@ -101,16 +99,16 @@ struct MetricVerdict {
   // Whether ratio and its CIs are estimates (2+ pairs, or 2+ runs per side unpaired, all values
   // positive). Without one they are placeholders: shown as "—", null in JSON.
   bool estimated = false;
-  bool tested = false;             // p_value is from a test that ran (else null in JSON)
-  double ratio = 1;                // variant / control of the delivered values
-  double ci_low = 1, ci_high = 1;  // CI of the ratio at the decision's critical value
+  bool tested = false;                 // p_value is from a test that ran (else null in JSON)
+  double ratio = 1;                    // variant / control of the delivered values
+  double ci_low = 1, ci_high = 1;      // CI of the ratio at the decision's critical value
   double ci90_low = 1, ci90_high = 1;  // CI at the equivalence test's critical value
   double p_value = 1;
   // The split paired comparison's parts (when method is the split one): the pace (Huber
   // M-estimate, bounded influence) and the lost time beyond it (mean); ratio = pace·lost.
   bool split = false;
   PartVerdict pace, lost;
-  int downweighted = 0;  // pairs whose pace ratio was beyond the Huber corner
+  int downweighted = 0;                // pairs whose pace ratio was beyond the Huber corner
   double mw_p = 1;                     // Mann–Whitney U p-value (cross-check, unadjusted)
   double boot_low = 0, boot_high = 0;  // BCa bootstrap 95 % CI of the ratio of medians
                                        // (once both sides have >= 10 runs; else 0)

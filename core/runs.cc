@@ -106,7 +106,8 @@ RetryDecision DecideRetry(int attempt, int max_attempts, const std::string& why)
 }
 
 std::string RunMetricFacts::How() const {
-  if (!delivered) return median ? "median of the steady-state window (stored before delivered values)" : "";
+  if (!delivered)
+    return median ? "median of the steady-state window (stored before delivered values)" : "";
   return aggregate + " of the samples at steps " + std::to_string(measured_from_step) + ".." +
          std::to_string(last_step);
 }
@@ -352,10 +353,11 @@ std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
                                             : std::string()));
     } else {
       const int64_t steps = s > 0 ? RoundUp(2 * s, 10) : 0;
-      out.push_back("runs too short for a steady state (the stable segment covers under half of "
-                    "each run, or the level keeps moving): raise " +
-                    knob + (steps > 0 ? " to " + std::to_string(steps) : std::string(" (x2)")) +
-                    " so that each run averages over more of its variation");
+      out.push_back(
+          "runs too short for a steady state (the stable segment covers under half of "
+          "each run, or the level keeps moving): raise " +
+          knob + (steps > 0 ? " to " + std::to_string(steps) : std::string(" (x2)")) +
+          " so that each run averages over more of its variation");
     }
   }
   if (flagged)

@@ -63,7 +63,7 @@ struct RunMetricFacts {
   // The run's value: what it delivered over its measured window (SteadyState::delivered), and
   // its unimpeded pace. Runs stored before they existed fall back to the median.
   std::optional<double> delivered, pace;
-  std::string aggregate;  // how `delivered` was computed ("" = stored before it existed)
+  std::string aggregate;           // how `delivered` was computed ("" = stored before it existed)
   int64_t measured_from_step = 0;  // first step of the window `delivered` covers (0 = unknown)
   std::optional<double> Value() const { return delivered ? delivered : median; }
   std::optional<double> Pace() const { return pace ? pace : Value(); }

@@ -1,12 +1,12 @@
 #include "core/sequential.h"
 
-#include "core/statistics.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
+
+#include "core/statistics.h"
 
 namespace tunectl {
 
@@ -60,12 +60,12 @@ double SplitQuantile(Family f, const SequentialOptions& o, int sims, uint64_t se
   std::vector<double> stat(static_cast<size_t>(sims)), p(static_cast<size_t>(K)),
       l(static_cast<size_t>(K));
   for (int s = 0; s < sims; ++s) {
-    for (int k = 0; k < K; ++k) DrawPair(f, rng, &p[static_cast<size_t>(k)], &l[static_cast<size_t>(k)]);
+    for (int k = 0; k < K; ++k)
+      DrawPair(f, rng, &p[static_cast<size_t>(k)], &l[static_cast<size_t>(k)]);
     double worst = 0;
     for (int k = first; k <= K; ++k) {
-      const SplitEstimate e =
-          SplitPaired(std::vector<double>(p.begin(), p.begin() + k),
-                      std::vector<double>(l.begin(), l.begin() + k));
+      const SplitEstimate e = SplitPaired(std::vector<double>(p.begin(), p.begin() + k),
+                                          std::vector<double>(l.begin(), l.begin() + k));
       if (e.delivered.se <= 0) continue;
       const double t = e.delivered.est / e.delivered.se;
       worst = std::max(worst, std::fabs(t) * std::sqrt(static_cast<double>(k) / K));

@@ -305,8 +305,12 @@ double FisherExactGreater(int a, int na, int b, int nb) {
 namespace {
 
 // Huber's weight min(1, k/|r|) and psi'(r).
-double Weight(double r, double k) { return r <= k ? 1 : k / r; }
-double Slope(double r, double k) { return std::fabs(r) <= k ? 1 : 0; }
+double Weight(double r, double k) {
+  return r <= k ? 1 : k / r;
+}
+double Slope(double r, double k) {
+  return std::fabs(r) <= k ? 1 : 0;
+}
 
 // Per number of pairs n, the factor that makes the pace part's influence-function standard error
 // honest at small n: with Gaussian pairs its t statistic then crosses t(n-1, 0.975) 5 % of the
@@ -324,8 +328,7 @@ double SmallSampleFactor(int n, double k) {
   uint64_t state = 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(n);
   auto uniform = [&state] {
     state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
-    return (static_cast<double>((state * 2685821657736338717ULL) >> 11) + 0.5) /
-           9007199254740992.0;
+    return (static_cast<double>((state * 2685821657736338717ULL) >> 11) + 0.5) / 9007199254740992.0;
   };
   std::vector<double> t(kSims), p(static_cast<size_t>(n)), l(static_cast<size_t>(n), 0.0);
   for (int s = 0; s < kSims; ++s) {

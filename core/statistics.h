@@ -65,7 +65,7 @@ struct PartEstimate {
 struct SplitEstimate {
   int n = 0;
   PartEstimate delivered, pace, lost;
-  double scale = 0;    // the Huber scale of the pace part (1.4826·MAD)
+  double scale = 0;      // the Huber scale of the pace part (1.4826·MAD)
   int downweighted = 0;  // pairs whose pace is beyond the Huber corner (their influence bounded)
 };
 // `k` is the Huber corner in units of `scale`; `factor` multiplies the pace part's influence

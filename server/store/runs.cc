@@ -763,8 +763,8 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
               q_opt(mx) + "," + q(nonfinite) + "," + q(s.usable()) + "," + q(s.detected_warmup) +
               "," + q(s.mad) + "," + q(s.lag1) + "," + q(warnings) + "," + q(s.slowdown) + "," +
               q(s.resolution) + "," + q(s.levels) + "," + q(s.steady_from_step) + "," +
-              q(last_step) + "," + q_opt(s.delivered) + "," + q_opt(s.pace) + "," +
-              q(s.aggregate) + "," + q(s.measured_from_step) + ")";
+              q(last_step) + "," + q_opt(s.delivered) + "," + q_opt(s.pace) + "," + q(s.aggregate) +
+              "," + q(s.measured_from_step) + ")";
     }
     if (!rows.empty())
       w.exec0(

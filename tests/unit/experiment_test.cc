@@ -252,10 +252,7 @@ TEST(Verdict, NoEffectIsNeverImprovedAndRefutesHypothesis) {
 }  // namespace tunectl
 
 namespace tunectl {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace tunectl
 
 namespace tunectl {
@@ -348,8 +345,7 @@ TEST(Verdict, RunsWithNotesCountAndNoExclusionRateRuleDecides) {
   // and are reported, and nothing but the comparison decides.
   ArmData c = Paired({100, 101, 100.5, 99.5, 100.2, 100.1, 99.8, 100.4, 100.3, 99.9});
   ArmData v = Paired({105, 106, 105.5, 104.5, 105.2, 105.1, 104.8, 105.4, 105.3, 104.9});
-  for (int i = 0; i < 6; ++i)
-    v.notes.push_back("run " + std::to_string(i) + ": no steady state");
+  for (int i = 0; i < 6; ++i) v.notes.push_back("run " + std::to_string(i) + ": no steady state");
   const Verdict r = ComputeVerdict(s, c, v, std::nullopt);
   EXPECT_EQ(r.decision, "improved") << r.metrics[0].note;
   EXPECT_EQ(r.metrics[0].n_variant, 10);

@@ -1,9 +1,9 @@
-#include "core/changepoint.h"
 #include "core/runs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/changepoint.h"
 #include "core/sequential.h"
 
 namespace tunectl {
@@ -354,8 +354,5 @@ TEST(States, NamesRoundTripAndActiveStatesBuildTheSqlList) {
 }  // namespace tunectl
 
 namespace tunectl {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 }  // namespace tunectl

@@ -37,7 +37,8 @@ double CrossingRate(const SequentialOptions& o, int sims, double drift_per_run, 
       double t = 0;
       if (o.paired && o.split) {
         std::vector<double> p, l(static_cast<size_t>(k), 0.0);
-        for (int i = 0; i < k; ++i) p.push_back(y[static_cast<size_t>(i)] - x[static_cast<size_t>(i)]);
+        for (int i = 0; i < k; ++i)
+          p.push_back(y[static_cast<size_t>(i)] - x[static_cast<size_t>(i)]);
         const SplitEstimate e = SplitPaired(p, l);
         t = e.delivered.se > 0 ? e.delivered.est / e.delivered.se : 0;
       } else if (o.paired) {
