@@ -7,6 +7,9 @@
 #include "core/template.h"
 
 namespace tunectl {
+// Where a figure would be an estimate and none was made: never a placeholder number.
+constexpr const char* kNoEstimate = "—";
+
 namespace {
 
 ojson ChangeJson(const v1::Change& c, const ParamTypes& types) {
@@ -346,8 +349,7 @@ std::string InterimPhrase(const v1::Experiment& e) {
   const std::string look = std::to_string(e.interim_pairs()) + " usable pair(s), first look at " +
                            std::to_string(e.min_pairs());
   for (const auto& m : e.interim()) {
-    if (m.metric() != e.primary() || m.n_control() < 2 || m.n_variant() < 2 || m.ci_high() <= 0)
-      continue;
+    if (m.metric() != e.primary() || !m.estimated()) continue;
     return m.metric() + " " + FormatEffect(m.ratio()) + " " + FormatCi(m.ci_low(), m.ci_high()) +
            " so far on " + look;
   }
@@ -390,8 +392,8 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
       im.push_back({{"metric", m.metric()},
                     {"n_control", m.n_control()},
                     {"n_variant", m.n_variant()},
-                    {"control_median", have ? ojson(m.control_median()) : ojson(nullptr)},
-                    {"variant_median", have ? ojson(m.variant_median()) : ojson(nullptr)},
+                    {"control_median", OrNull(m.n_control() > 0, m.control_median())},
+                    {"variant_median", OrNull(m.n_variant() > 0, m.variant_median())},
                     {"ratio", have ? ojson(m.ratio()) : ojson(nullptr)},
                     {"ci_low", have ? ojson(m.ci_low()) : ojson(nullptr)},
                     {"ci_high", have ? ojson(m.ci_high()) : ojson(nullptr)}});
@@ -474,9 +476,9 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& r) {
            "hypothesis"},
           {}};
   for (const auto& e : r.experiments()) {
-    std::string effect = "-";
+    std::string effect = kNoEstimate;
     for (const auto& m : e.metrics())
-      if (m.metric() == e.primary())
+      if (m.metric() == e.primary() && m.estimated())
         effect = FormatEffect(m.ratio()) + " " + FormatCi(m.ci_low(), m.ci_high());
     t.rows.push_back(
         {std::to_string(e.id()), e.workload(), e.change().description(),
@@ -495,12 +497,13 @@ Table VerdictTable(const v1::Experiment& e) {
     std::string decision = m.decision();
     if (!m.guardrail().empty()) decision += " (guardrail " + m.guardrail() + ")";
     const bool have = m.estimated();
-    t.rows.push_back(
-        {m.metric(), m.role(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
-         have ? FormatNumber(m.control_median()) : "-",
-         have ? FormatNumber(m.variant_median()) : "-", have ? FormatEffect(m.ratio()) : "-",
-         have ? FormatCi(m.ci_low(), m.ci_high()) : "-", have ? FormatP(m.p_value()) : "-",
-         decision});
+    t.rows.push_back({m.metric(), m.role(),
+                      std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
+                      m.n_control() ? FormatNumber(m.control_median()) : kNoEstimate,
+                      m.n_variant() ? FormatNumber(m.variant_median()) : kNoEstimate,
+                      have ? FormatEffect(m.ratio()) : kNoEstimate,
+                      have ? FormatCi(m.ci_low(), m.ci_high()) : kNoEstimate,
+                      m.tested() ? FormatP(m.p_value()) : kNoEstimate, decision});
   }
   return t;
 }
@@ -547,11 +550,12 @@ std::string ExperimentDetail(const v1::Experiment& e) {
       Table t{{"metric", "n", "control", "variant", "effect", "ci so far"}, {}};
       for (const auto& m : e.interim()) {
         const bool have = m.estimated();
-        t.rows.push_back(
-            {m.metric(), std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
-             have ? FormatNumber(m.control_median()) : "-",
-             have ? FormatNumber(m.variant_median()) : "-", have ? FormatEffect(m.ratio()) : "-",
-             have ? FormatCi(m.ci_low(), m.ci_high()) : "-"});
+        t.rows.push_back({m.metric(),
+                          std::to_string(m.n_control()) + "/" + std::to_string(m.n_variant()),
+                          m.n_control() ? FormatNumber(m.control_median()) : kNoEstimate,
+                          m.n_variant() ? FormatNumber(m.variant_median()) : kNoEstimate,
+                          have ? FormatEffect(m.ratio()) : kNoEstimate,
+                          have ? FormatCi(m.ci_low(), m.ci_high()) : kNoEstimate});
       }
       out += RenderTable(t) + "\n";
     }
@@ -732,8 +736,8 @@ Table LogTable(const v1::ListLogResponse& r) {
                       e.workload(), e.change(), e.expected().empty() ? "-" : e.expected(),
                       e.hypothesis_result().empty() ? "-" : e.hypothesis_result(),
                       e.primary_metric().empty() ? "-" : e.primary_metric(),
-                      e.ratio() > 0 ? FormatEffect(e.ratio()) : "—",
-                      decided && e.ci_high() > 0 ? FormatCi(e.ci_low(), e.ci_high()) : "—",
+                      e.ratio() > 0 ? FormatEffect(e.ratio()) : kNoEstimate,
+                      decided && e.ci_high() > 0 ? FormatCi(e.ci_low(), e.ci_high()) : kNoEstimate,
                       e.others().empty() ? "-" : e.others(),
                       e.guardrails().empty() ? "-" : e.guardrails(), e.decision(),
                       !decided             ? "-"

@@ -182,8 +182,8 @@ int main(int argc, char** argv) {
       sub->add_option("--repeats", o.repeats,
                       "the cap on runs per arm: runs come in control/variant pairs and stop as "
                       "soon as the verdict is clear, at most this many pairs (default: max(10, 2 "
-                      "x run.repeats); 2..500)")
-          ->check(CLI::Range(2, 500));
+                      "x run.repeats); 4..500)")
+          ->check(CLI::Range(4, 500));
       sub->add_flag("--wait", o.wait, "wait for the verdict, showing progress");
       sub->add_option("--timeout", o.timeout, "with --wait: give up waiting after this (e.g. 30m)");
     }

@@ -384,6 +384,9 @@ ojson RunJson(const v1::Run& r, const ParamTypes& types) {
     ms.push_back({{"metric", m.metric()},
                   {"samples", m.samples()},
                   {"steady", m.steady()},
+                  {"value", OrNull(m.has_value(), m.value())},
+                  {"pace", OrNull(m.has_value() && m.pace() > 0, m.pace())},
+                  {"value_how", TextOrNull(m.value_how())},
                   {"median", OrNull(have, m.median())},
                   {"min", OrNull(have, m.min())},
                   {"max", OrNull(have, m.max())},
@@ -446,18 +449,22 @@ std::string RunDetail(const v1::Run& r) {
          (r.finished_at().empty() ? "" : ", finished " + r.finished_at()) + "\n";
   out += "samples: " + std::to_string(r.samples()) + "\n";
   if (r.metrics_size()) {
-    Table t{{"metric", "samples", "warm-up", "steady", "median", "min", "max", "health"}, {}};
+    Table t{{"metric", "samples", "warm-up", "steady", "value", "median", "min", "max", "health"},
+            {}};
     for (const auto& m : r.metrics())
       t.rows.push_back(
           {m.metric(), std::to_string(m.samples()), std::to_string(m.samples() - m.steady()),
-           std::to_string(m.steady()), m.steady() ? FormatNumber(m.median()) : "-",
-           m.steady() ? FormatNumber(m.min()) : "-", m.steady() ? FormatNumber(m.max()) : "-",
-           m.warnings().empty() ? "ok" : m.warnings()});
+           std::to_string(m.steady()), m.has_value() ? FormatNumber(m.value()) : "—",
+           m.steady() ? FormatNumber(m.median()) : "-", m.steady() ? FormatNumber(m.min()) : "-",
+           m.steady() ? FormatNumber(m.max()) : "-", m.warnings().empty() ? "ok" : m.warnings()});
     if (r.live()) out += "\nso far (the run is still going; final when it ends):";
     out += "\n" + RenderTable(t);
-    out += "\nsources:\n";
+    out +=
+        "\nvalue = what the run delivered (compared by experiments), median = of its steady "
+        "window (a diagnostic)\nsources:\n";
     for (const auto& m : r.metrics())
-      out += "  " + m.metric() + ": " + (m.source().empty() ? "-" : m.source()) + "\n";
+      out += "  " + m.metric() + ": " + (m.source().empty() ? "-" : m.source()) +
+             (m.value_how().empty() ? "" : "; value: " + m.value_how()) + "\n";
   }
   if (!r.stderr_tail().empty()) out += "\nstderr (last lines):\n" + r.stderr_tail();
   return out;
@@ -792,16 +799,18 @@ Table BaselinesCsv(const v1::ListBaselinesResponse& r) {
 }
 
 Table RunCsv(const v1::Run& r) {
-  Table t{{"run_id", "workload", "baseline_id", "experiment_id", "arm", "attempt", "state",
-           "metric", "samples", "warmup", "steady", "median", "min", "max", "usable", "warnings"},
-          {}};
+  Table t{
+      {"run_id", "workload", "baseline_id", "experiment_id", "arm", "attempt", "state", "metric",
+       "samples", "warmup", "steady", "median", "min", "max", "usable", "warnings", "value"},
+      {}};
   for (const auto& m : r.metrics()) {
     const bool have = m.steady() > 0;
     t.rows.push_back({std::to_string(r.id()), r.workload(), CsvId(r.baseline_id()),
                       CsvId(r.experiment_id()), r.arm(), std::to_string(r.attempt()), r.state(),
                       m.metric(), CsvCount(m.samples()), CsvCount(m.samples() - m.steady()),
                       CsvCount(m.steady()), CsvOr(have, m.median()), CsvOr(have, m.min()),
-                      CsvOr(have, m.max()), CsvBool(m.usable()), m.warnings()});
+                      CsvOr(have, m.max()), CsvBool(m.usable()), m.warnings(),
+                      CsvOr(m.has_value(), m.value())});
   }
   return t;
 }

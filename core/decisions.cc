@@ -4,16 +4,18 @@
 #include <set>
 
 #include "core/regression.h"
+#include "core/sequential.h"
 
 namespace tunectl {
 
 Result<ExperimentSize> SizeExperiment(int requested_repeats, const WorkloadSpec& spec) {
   const int cap = requested_repeats == 0 ? std::max(10, 2 * spec.run.repeats) : requested_repeats;
-  if (cap < 2 || cap > 500)
-    return Status::InvalidArgument("--repeats: " + std::to_string(cap) +
-                                   " runs per arm is out of range; allowed 2..500 (a verdict "
-                                   "needs at least 2 runs on each side)");
-  return ExperimentSize{cap, std::min(4, cap)};
+  if (cap < kFirstLookPairs || cap > 500)
+    return Status::InvalidArgument(
+        "--repeats: " + std::to_string(cap) + " runs per arm is out of range; allowed " +
+        std::to_string(kFirstLookPairs) + "..500 (nothing is decided on fewer than " +
+        std::to_string(kFirstLookPairs) + " control/variant pairs)");
+  return ExperimentSize{cap, kFirstLookPairs};
 }
 
 Result<std::vector<std::string>> ExpandBatchVary(const std::vector<std::string>& vary) {

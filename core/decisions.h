@@ -17,8 +17,8 @@
 
 namespace tunectl {
 
-// --repeats is the cap per arm (0: max(10, 2 × run.repeats)); the first look comes after
-// min(4, cap) interleaved pairs.
+// --repeats is the cap per arm (0: max(10, 2 × run.repeats); allowed kFirstLookPairs..500); the
+// first look comes after kFirstLookPairs interleaved pairs.
 struct ExperimentSize {
   int max_pairs = 0;
   int first_pairs = 0;

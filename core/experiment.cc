@@ -292,7 +292,8 @@ MetricVerdict CompareMetric(const MetricSpec& m, const ArmData& C, const ArmData
   const bool logs_ok = positive(c_all) && positive(v_all) && positive(c_pace) && positive(v_pace);
   const bool paired = o.paired && !c_all.empty() && !v_all.empty() &&
                       c_pairs.size() == c_all.size() && v_pairs.size() == v_all.size();
-  const int needed = o.design ? std::max(4, o.design->min_pairs) : std::max(2, o.min_runs);
+  const int needed =
+      o.design ? std::max(kFirstLookPairs, o.design->min_pairs) : std::max(2, o.min_runs);
   std::vector<double> c, v;    // the compared runs' values
   std::vector<double> dp, dl;  // paired: per pair, log pace ratio and log lost-part ratio
   if (paired) {
@@ -664,7 +665,7 @@ SequentialStep EvaluateSequential(const WorkloadSpec& spec, const ArmData& contr
   const bool at_cap = finished >= design.max_pairs;
   VerdictOptions o = opts;
   SequentialOptions d = design;
-  d.min_pairs = std::max(4, d.min_pairs);
+  d.min_pairs = std::max(kFirstLookPairs, d.min_pairs);
   o.design = &d;
   step.verdict = ComputeVerdict(spec, control, variant, expectation, o);
   Verdict& v = step.verdict;

@@ -69,7 +69,6 @@ struct ArmData {
   std::vector<std::string> causes;     // the failures' cause keys ("OOM"), same order
   std::vector<std::string> excluded;   // succeeded runs without a value (not compared)
   std::vector<std::string> notes;      // counting runs with something off ("run 7: slowdown …")
-  int flagged = 0;                     // counting runs that slowed down within the run
   std::vector<std::string> nonfinite;  // "run 12: 3 NaN/Inf loss sample(s)", per run and metric
   // Finished runs that failed, had no value or counted with a note (reported only).
   int Unusable() const { return failed_runs + static_cast<int>(excluded.size() + notes.size()); }

@@ -100,7 +100,7 @@ GoalProgress GoalProgressOf(const Goal& goal, int config_version, int64_t baseli
 
 std::string GoalNote(const Goal& goal, const Verdict& v) {
   for (const auto& m : v.metrics) {
-    if (m.metric != goal.metric || m.n_control == 0 || m.n_variant == 0) continue;
+    if (m.metric != goal.metric || !m.estimated) continue;
     const bool higher = goal.better == Better::kHigher;
     auto share = [&](double level) {
       return Pct(higher ? level / goal.target : (level > 0 ? goal.target / level : 0));
@@ -118,7 +118,7 @@ GuardrailCheck CheckGoalGuardrails(const Goal& goal, const Verdict& v) {
   for (const auto& g : goal.guardrails) {
     const MetricVerdict* mv = nullptr;
     for (const auto& m : v.metrics)
-      if (m.metric == g.metric && m.n_control > 0 && m.n_variant > 0) mv = &m;
+      if (m.metric == g.metric && m.estimated) mv = &m;
     if (!mv) {
       out.unmeasured.push_back(g.text + ": not measured by this experiment");
       continue;

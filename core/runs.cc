@@ -105,11 +105,15 @@ RetryDecision DecideRetry(int attempt, int max_attempts, const std::string& why)
   return {false, "lost after " + std::to_string(attempt) + " attempts: " + why};
 }
 
+std::string ValueHow(const std::string& aggregate, int64_t from_step, int64_t last_step) {
+  return aggregate + " of the samples at steps " + std::to_string(from_step) + ".." +
+         std::to_string(last_step);
+}
+
 std::string RunMetricFacts::How() const {
   if (!delivered)
     return median ? "median of the steady-state window (stored before delivered values)" : "";
-  return aggregate + " of the samples at steps " + std::to_string(measured_from_step) + ".." +
-         std::to_string(last_step);
+  return ValueHow(aggregate, measured_from_step, last_step);
 }
 
 const RunMetricFacts* RunFacts::Find(const std::string& metric) const {
@@ -133,7 +137,6 @@ RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run) {
   const RunMetricFacts* m = run.Find(primary->name);
   if (!m || !m->Value()) {
     u.excluded = true;
-    u.why = Exclusion::kNoValue;
     u.why_not = "run " + std::to_string(run.id) + ": no " + primary->name + " value";
     return u;
   }
@@ -263,7 +266,6 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
       continue;
     }
     if (!use.note.empty()) a.notes.push_back(use.note);
-    if (use.flagged) ++a.flagged;
     const int pair = (r->idx - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
     for (const auto& m : r->metrics) {
       if (!m.Value()) continue;
@@ -296,8 +298,7 @@ std::string StepsParam(const WorkloadSpec& spec) {
 }  // namespace
 
 std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
-                                          const std::vector<RunFacts>& runs, const Verdict& v) {
-  (void)v;
+                                          const std::vector<RunFacts>& runs) {
   std::vector<std::string> out;
   const MetricSpec* primary = spec.PrimaryMetric();
   if (!primary) return out;

@@ -47,6 +47,10 @@ struct Cause {
 };
 Cause FailureCause(const std::string& stderr_tail, int exit_code, int signal);
 
+// How a run's delivered value was computed: "harmonic mean (work over time) of the samples at
+// steps 11..150" (`aggregate` as SteadyState::aggregate).
+std::string ValueHow(const std::string& aggregate, int64_t from_step, int64_t last_step);
+
 // A run whose agent was lost (or that was stopped at a window end): a new attempt while
 // attempts are left, else lost.
 struct RetryDecision {
@@ -67,8 +71,7 @@ struct RunMetricFacts {
   int64_t measured_from_step = 0;  // first step of the window `delivered` covers (0 = unknown)
   std::optional<double> Value() const { return delivered ? delivered : median; }
   std::optional<double> Pace() const { return pace ? pace : Value(); }
-  // How Value() was computed, for anyone recomputing a verdict ("harmonic mean (work over time)
-  // of the samples at steps 11..150").
+  // How Value() was computed, for anyone recomputing a verdict (ValueHow, or the median's note).
   std::string How() const;
   bool usable = true;     // the within-run analysis found a steady state, no slowdown (a note)
   bool slowdown = false;  // the run got slower within the run (throttling, memory creep): a
@@ -98,13 +101,11 @@ struct RunFacts {
 // has a value of the primary metric does. A run without a steady state, one that slowed down or
 // a noisy one counts with the value it delivered; what was off is a note (`note`, `flagged`).
 // `why_not` says why a finished run does not count (it failed, or logged no value).
-enum class Exclusion { kNone, kNoValue };
 struct RunUse {
   bool counts = false;
   bool excluded = false;  // succeeded but has no value of the primary metric
   bool flagged = false;   // counts, and slowed down within the run (a note)
   bool unsteady = false;  // counts, and has no steady state (a note)
-  Exclusion why = Exclusion::kNone;
   std::string why_not;
   std::string note;  // what was off in a counting run ("" = nothing)
 };
@@ -166,10 +167,10 @@ InterimEstimate InterimVerdict(const WorkloadSpec& spec, const std::vector<RunFa
                                const std::optional<Expectation>& expectation,
                                const SequentialOptions& design);
 
-// Advice instead of silence: when more than a quarter of an arm's finished runs were not
-// compared (no steady state, no value, outliers) or slowed down, what to change — run at least N
-// steps, set warmup_steps: M, check node X, check clocks/thermals. Empty otherwise.
+// Advice instead of silence: when more than a quarter of an arm's finished runs had no steady
+// state, slowed down or had no value, what to change: run at least N steps, set warmup_steps: M
+// (only above the declared one), check clocks/thermals. Empty otherwise.
 std::vector<std::string> AdviseExclusions(const WorkloadSpec& spec,
-                                          const std::vector<RunFacts>& runs, const Verdict& v);
+                                          const std::vector<RunFacts>& runs);
 
 }  // namespace tunectl

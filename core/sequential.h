@@ -13,11 +13,14 @@
 
 namespace tunectl {
 
+// No decision rests on fewer pairs than this, whatever the design says (the README's promise).
+inline constexpr int kFirstLookPairs = 4;
+
 struct SequentialOptions {
   double alpha = 0.05;  // overall two-sided false-positive rate of the boundary
-  // The first look, in usable pairs (both runs compared): no decision rests on fewer, at any
-  // look, the cap included. At least 3; the boundary is calibrated from here.
-  int min_pairs = 4;
+  // The first look, in complete pairs: no decision rests on fewer, at any look, the cap
+  // included. A verdict raises it to kFirstLookPairs; the boundary is calibrated from here.
+  int min_pairs = kFirstLookPairs;
   int max_pairs = 10;  // the run cap per arm
   bool paired = true;  // paired (ABBA pairs), else Welch t on logs
   bool split = true;   // paired: the split statistic (SplitPaired), else a plain paired t

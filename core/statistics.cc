@@ -7,6 +7,9 @@
 #include <mutex>
 #include <utility>
 
+#include "core/sequential.h"
+#include "core/stats.h"
+
 namespace tunectl {
 namespace {
 
@@ -287,21 +290,6 @@ Interval BootstrapRatioOfMediansBca(const std::vector<double>& x, const std::vec
   return {pick(level(alpha / 2)), pick(level(1 - alpha / 2))};
 }
 
-double FisherExactGreater(int a, int na, int b, int nb) {
-  const int events = a + b, n = na + nb;
-  if (events <= 0 || na < 0 || nb <= 0 || a > na || b > nb) return 1;
-  auto lchoose = [](int n_, int k_) {
-    return LogGamma(n_ + 1.0) - LogGamma(k_ + 1.0) - LogGamma(n_ - k_ + 1.0);
-  };
-  const double total = lchoose(n, events);
-  double p = 0;
-  for (int x = b; x <= std::min(nb, events); ++x) {
-    if (events - x > na) continue;
-    p += std::exp(lchoose(nb, x) + lchoose(na, events - x) - total);
-  }
-  return std::min(1.0, p);
-}
-
 namespace {
 
 // Huber's weight min(1, k/|r|) and psi'(r).
@@ -325,14 +313,10 @@ double SmallSampleFactor(int n, double k) {
     if (auto it = cache.find({n, k}); it != cache.end()) return it->second;
   }
   constexpr int kSims = 20000;
-  uint64_t state = 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(n);
-  auto uniform = [&state] {
-    state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
-    return (static_cast<double>((state * 2685821657736338717ULL) >> 11) + 0.5) / 9007199254740992.0;
-  };
+  SimRng rng(20261208 + static_cast<uint64_t>(n));
   std::vector<double> t(kSims), p(static_cast<size_t>(n)), l(static_cast<size_t>(n), 0.0);
   for (int s = 0; s < kSims; ++s) {
-    for (auto& x : p) x = std::sqrt(-2 * std::log(uniform())) * std::cos(2 * M_PI * uniform());
+    for (auto& x : p) x = rng.Normal();
     const SplitEstimate e = SplitPaired(p, l, k, /*factor=*/1);
     t[static_cast<size_t>(s)] = e.pace.se > 0 ? std::fabs(e.pace.est / e.pace.se) : 0;
   }
@@ -352,18 +336,11 @@ SplitEstimate SplitPaired(const std::vector<double>& p, const std::vector<double
   const size_t n = std::min(p.size(), l.size());
   out.n = static_cast<int>(n);
   if (n == 0) return out;
-  auto median = [](std::vector<double> v) {
-    const size_t h = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(h), v.end());
-    const double hi = v[h];
-    if (v.size() % 2) return hi;
-    return (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(h))) / 2;
-  };
   std::vector<double> pv(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n));
-  double theta = median(pv);
+  double theta = Median(pv);
   std::vector<double> dev(n);
   for (size_t i = 0; i < n; ++i) dev[i] = std::fabs(pv[i] - theta);
-  double s = 1.4826 * median(dev);
+  double s = 1.4826 * Median(dev);
   if (!(s > 1e-12 * (1 + std::fabs(theta)))) {
     // Half or more of the pairs share one pace: the mean absolute deviation instead.
     double mad = 0;

@@ -35,11 +35,6 @@ struct MannWhitneyResult {
 // normal approximation with tie correction and continuity correction).
 MannWhitneyResult MannWhitney(const std::vector<double>& x, const std::vector<double>& y);
 
-// One-sided Fisher exact test on a 2x2 table: the probability, with the margins fixed, that the
-// second group has at least `b` events of `nb` when the first has `a` of `na` (hypergeometric
-// upper tail). 1 when there are no events.
-double FisherExactGreater(int a, int na, int b, int nb);
-
 // Adjusted p-values in the input order: Holm's step-down (FWER) and Benjamini–Hochberg (FDR).
 std::vector<double> HolmAdjust(const std::vector<double>& p);
 std::vector<double> BenjaminiHochbergAdjust(const std::vector<double>& p);

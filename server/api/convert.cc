@@ -246,6 +246,10 @@ void ToProto(const RunRow& r, v1::Run* out) {
     pm->set_detected_warmup(m.detected_warmup);
     pm->set_warnings(m.warnings);
     pm->set_source(m.source);
+    pm->set_has_value(m.value.has_value());
+    pm->set_value(m.value.value_or(0));
+    pm->set_pace(m.pace.value_or(0));
+    pm->set_value_how(m.value_how);
   }
 }
 

@@ -275,7 +275,7 @@ void MaybeDecideExperiment(pqxx::work& w, int64_t experiment_id, const std::stri
     return;
   }
   Verdict v = step.verdict;
-  v.advice = AdviseExclusions(*spec, runs, v);
+  v.advice = AdviseExclusions(*spec, runs);
   const int64_t baseline_id = e[0]["baseline_id"].as<int64_t>();
   std::optional<double> level;
   if (!v.primary.empty()) {

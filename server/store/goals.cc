@@ -66,7 +66,7 @@ GoalProgress ProgressOf(pqxx::work& w, const WorkloadRow& wl, const Goal& goal) 
     s.experiment = r[2].as<int64_t>();
     if (auto v = VerdictFromJson(r[3].as<std::string>()); v.ok())
       for (const auto& m : v->metrics)
-        if (m.metric == goal.metric && m.n_control > 0 && m.n_variant > 0) {
+        if (m.metric == goal.metric && m.estimated) {
           s.ratio = m.ratio;
           s.ci_low = m.ci_low;
           s.ci_high = m.ci_high;

@@ -532,7 +532,8 @@ Result<RunRow> Store::GetRun(int64_t id) {
     auto m = w.exec_params(
         "SELECT metric AS metric, samples AS samples, steady AS steady, median AS median, min AS "
         "min, max AS max, usable AS usable, detected_warmup AS detected_warmup, warnings AS "
-        "warnings FROM run_summaries WHERE run_id = $1 ORDER BY metric",
+        "warnings, delivered, pace, aggregate, measured_from_step, last_step FROM run_summaries "
+        "WHERE run_id = $1 ORDER BY metric",
         id);
     for (const auto& row : m) {
       RunMetricRow rm;
@@ -545,6 +546,13 @@ Result<RunRow> Store::GetRun(int64_t id) {
       rm.usable = row["usable"].as<bool>();
       rm.detected_warmup = row["detected_warmup"].as<int>();
       rm.warnings = row["warnings"].as<std::string>();
+      if (!row["delivered"].is_null()) {
+        rm.value = row["delivered"].as<double>();
+        rm.value_how =
+            ValueHow(row["aggregate"].as<std::string>(), row["measured_from_step"].as<int64_t>(),
+                     row["last_step"].as<int64_t>());
+        if (!row["pace"].is_null()) rm.pace = row["pace"].as<double>();
+      }
       if (launch.ok()) rm.source = launch->SourceOf(rm.metric);
       x.metrics.push_back(rm);
     }
@@ -567,6 +575,11 @@ Result<RunRow> Store::GetRun(int64_t id) {
         }
         rm.usable = st.usable();
         rm.detected_warmup = st.detected_warmup;
+        if (st.delivered) {
+          rm.value = st.delivered;
+          rm.pace = st.pace;
+          rm.value_how = ValueHow(st.aggregate, st.measured_from_step, values.back().step);
+        }
         for (const auto& warn : st.warnings)
           rm.warnings += (rm.warnings.empty() ? "" : "; ") + warn;
         rm.source = launch->SourceOf(metric);

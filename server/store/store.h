@@ -98,6 +98,9 @@ struct RunMetricRow {
   int detected_warmup = 0;
   std::string warnings;
   std::string source;  // where its values came from (LaunchRecord::SourceOf)
+  // The run's value and pace (RunMetricFacts::delivered, pace) and how it was computed.
+  std::optional<double> value, pace;
+  std::string value_how;
 };
 
 struct RunRow {

@@ -101,7 +101,7 @@ TEST(Experiments, ANodeWithoutIsolatedSlotsRunsOneOfItsRunsAtATime) {
   Store& st = l.db->store();
   const int64_t plain = *st.RegisterAgent("n2", {}, 4, "t", "s2");  // slots not isolated
   ASSERT_TRUE(st.DisconnectAgent(l.agent, "s1", false).ok());
-  auto e = st.CreateExperiment({"", 0, {"nw=8"}, 0, 2}, "user:t");
+  auto e = st.CreateExperiment({"", 0, {"nw=8"}, 0, 4}, "user:t");
   ASSERT_TRUE(e.ok()) << e.status().message();
   auto plans = st.ClaimRunsFor({{plain, "s2", {}, 4}});
   ASSERT_TRUE(plans.ok()) << plans.status().message();

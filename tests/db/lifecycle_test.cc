@@ -123,7 +123,7 @@ TEST(Lifecycle, AnArchivedWorkloadIsHiddenAndRefusesNewWorkUntilUnarchived) {
 
   const std::string runs = db->Scalar("SELECT count(*) FROM runs");
   for (const auto& status : {st.CreateBaseline("demo", 1, "user:t").status(),
-                             st.CreateExperiment({"demo", 0, {"nw=8"}, 0, 2}, "user:t").status(),
+                             st.CreateExperiment({"demo", 0, {"nw=8"}, 0, 4}, "user:t").status(),
                              st.CreateStabilityRun("demo", 60, "", "user:t").status()}) {
     EXPECT_EQ(status.code(), Status::Code::kFailedPrecondition) << status.message();
     EXPECT_THAT(status.message(), HasSubstr("workload demo is archived"));
@@ -139,7 +139,7 @@ TEST(Lifecycle, AnArchivedWorkloadIsHiddenAndRefusesNewWorkUntilUnarchived) {
   EXPECT_FALSE(back->archived());
   EXPECT_EQ(db->Scalar("SELECT count(*) FROM audit_events WHERE kind = 'workload.unarchived'"),
             "1");
-  EXPECT_TRUE(st.CreateExperiment({"demo", 0, {"nw=8"}, 0, 2}, "user:t").ok());
+  EXPECT_TRUE(st.CreateExperiment({"demo", 0, {"nw=8"}, 0, 4}, "user:t").ok());
 }
 
 TEST(Lifecycle, AConnectedAgentIsNotRemovedADisconnectedOneIsWithItsHeldRunsRequeued) {

@@ -188,7 +188,7 @@ Seeded Seed(TestDb& db) {
     EXPECT_TRUE(st.StoreMetricBatch(p.run_id, p.attempt, 1, samples).ok());
     EXPECT_TRUE(st.FinishRun(p.run_id, p.attempt, {0, 0, "", "", 1, 5}, "agent:t").ok());
   }
-  auto experiment = st.CreateExperiment({"", *baseline, {"nw=8"}, 0, 2}, "user:t");
+  auto experiment = st.CreateExperiment({"", *baseline, {"nw=8"}, 0, 4}, "user:t");
   EXPECT_TRUE(experiment.ok()) << experiment.status().message();
   const std::string b = std::to_string(*baseline);
   return {db.Scalar("SELECT workload_id FROM baselines WHERE id = " + b),
@@ -233,7 +233,7 @@ TEST(Schema, SecondRunWithTheSameIdxInABaselineFails) {
 TEST(Schema, SecondRunWithTheSameIdxInAnExperimentFails) {
   TUNECTL_TEST_DB(db);
   const Seeded s = Seed(*db);
-  EXPECT_NO_THROW(InsertRun(*db, s, "NULL", s.experiment, 5));
+  EXPECT_NO_THROW(InsertRun(*db, s, "NULL", s.experiment, 9));  // 4 pairs queued: idx 1..8
   EXPECT_THROW(InsertRun(*db, s, "NULL", s.experiment, 1), pqxx::unique_violation);
 }
 
@@ -244,7 +244,7 @@ TEST(Schema, SecondExperimentForOneHypothesisFails) {
   auto h =
       st.CreateHypothesis({"", std::stoll(s.baseline), {"nw=4"}, "sps +10%", "", ""}, "user:t");
   ASSERT_TRUE(h.ok()) << h.status().message();
-  ASSERT_TRUE(st.CreateExperiment({"", 0, {}, *h, 2}, "user:t").ok());
+  ASSERT_TRUE(st.CreateExperiment({"", 0, {}, *h, 4}, "user:t").ok());
   // The Store refuses a locked hypothesis; the schema refuses the second experiment regardless.
   EXPECT_THROW(db->Scalar("UPDATE experiments SET hypothesis_id = " + std::to_string(*h) +
                           " WHERE id = " + s.experiment + " RETURNING id"),

@@ -117,6 +117,28 @@ TEST(Rules, FrozenLevelIsTheVerdictsVariantMedianOverTheRunsItCompared) {
                    std::to_string(*id)));
   // The throttled run succeeded: it counts with what it delivered, here and in the frozen level.
   EXPECT_EQ(left_out, 0);
+  // Its stored value is the work over the time it took (20 steps at 300/s, 20 at 150/s: 200/s),
+  // not the median of its last segment, and the verdict says how it was computed and carries its
+  // pace.
+  const ComparedRun& throttled = sps.variant_runs.front();
+  EXPECT_NEAR(throttled.value, 40.0 / (20 / 300.0 + 20 / 150.0), 8);
+  ASSERT_TRUE(throttled.pace.has_value());
+  EXPECT_GT(*throttled.pace, throttled.value);
+  EXPECT_THAT(throttled.how, HasSubstr("harmonic mean (work over time) of the samples at steps"));
+  EXPECT_NEAR(std::stod(m.db->Scalar("SELECT delivered FROM run_summaries WHERE metric = 'sps' "
+                                     "AND run_id = " +
+                                     std::to_string(throttled.run))),
+              throttled.value, 1e-9);
+  EXPECT_EQ(m.db->Scalar("SELECT aggregate FROM run_summaries WHERE metric = 'sps' AND run_id = " +
+                         std::to_string(throttled.run)),
+            "harmonic mean (work over time)");
+  // run show gives the same value, and how it was computed.
+  auto shown = m.st().GetRun(throttled.run);
+  ASSERT_TRUE(shown.ok());
+  ASSERT_FALSE(shown->metrics.empty());
+  ASSERT_TRUE(shown->metrics[0].value.has_value());
+  EXPECT_DOUBLE_EQ(*shown->metrics[0].value, throttled.value);
+  EXPECT_EQ(shown->metrics[0].value_how, throttled.how);
   EXPECT_EQ(sps.n_variant, succeeded) << testing::PrintToString(e->verdict->reasons);
 }
 

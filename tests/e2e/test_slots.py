@@ -50,7 +50,7 @@ class SlotsE2E(unittest.TestCase):
         self.assertFalse(agent["isolated_slots"])
 
         e = json.loads(c.cli("experiment", "run", "--workload", "slots", "--vary", "level=120",
-                             "--repeats", "3", "--wait", "-o", "json").stdout)
+                             "--repeats", "4", "--wait", "-o", "json").stdout)
         runs = [r for r in c.items("run", "list", "--limit", "0")
                 if r["experiment_id"] == e["id"]]
         self.assertGreaterEqual(len(runs), 2)

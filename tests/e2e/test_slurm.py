@@ -120,7 +120,7 @@ class SlurmE2E(unittest.TestCase):
         self.assertEqual(agent["executor"], "slurm")
 
         e = json.loads(c.cli("experiment", "run", "--workload", "sl", "--vary", "level=120",
-                             "--repeats", "2", "--wait", "-o", "json").stdout)
+                             "--repeats", "4", "--wait", "-o", "json").stdout)
         runs = self.runs_of("experiment_id", e["id"])
         self.assertGreaterEqual(len(runs), 2)
         for r in runs:
@@ -135,7 +135,7 @@ class SlurmE2E(unittest.TestCase):
         c = self.c
         # The variant runs for a minute: it is the one cancelled while it runs.
         e = json.loads(c.cli("experiment", "run", "--workload", "sl", "--vary", "steps=600",
-                             "--repeats", "2", "-o", "json").stdout)
+                             "--repeats", "4", "-o", "json").stdout)
 
         def running_job():
             rs = [r for r in self.runs_of("experiment_id", e["id"])

@@ -356,3 +356,69 @@ TEST(AnalyzeRun, ResolutionAndLevelsOfTwoDecimalValues) {
 
 }  // namespace
 }  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(DeliveredValue, ARateIsWorkOverTimeAndATimeIsItsMean) {
+  std::string how;
+  // Three steps at 100/s and one at 20/s: 4 steps of work in 0.03 + 0.05 s.
+  EXPECT_DOUBLE_EQ(*DeliveredValue({100, 100, 100, 20}, Better::kHigher, &how), 4 / 0.08);
+  EXPECT_EQ(how, kHarmonicMean);
+  EXPECT_DOUBLE_EQ(*DeliveredValue({10, 10, 10, 50}, Better::kLower, &how), 20);
+  EXPECT_EQ(how, kArithmeticMean);
+  // A rate with a sample <= 0 has no work-over-time reading: the mean, said so.
+  EXPECT_DOUBLE_EQ(*DeliveredValue({2, 0, 4}, Better::kHigher, &how), 2);
+  EXPECT_EQ(how, kArithmeticMean);
+  EXPECT_FALSE(DeliveredValue({}, Better::kHigher).has_value());
+}
+
+TEST(AnalyzeRun, StallsLowerTheDeliveredValueButNotThePaceOrTheMedian) {
+  // Every 10th step stalls at a fifth of the pace: 10 % of the steps take 5 times as long.
+  std::vector<StepValue> v;
+  for (int i = 1; i <= 150; ++i) v.push_back({i, i % 10 == 0 ? 200.0 : 1000.0});
+  const SteadyState s = AnalyzeRun(v, 5, Better::kHigher);
+  ASSERT_TRUE(s.delivered && s.pace);
+  EXPECT_DOUBLE_EQ(s.stats.median, 1000);
+  EXPECT_DOUBLE_EQ(*s.pace, 1000);
+  // 145 measured steps (6..150), 15 of them stalled: 145 / (130/1000 + 15/200).
+  EXPECT_NEAR(*s.delivered, 145 / (130 / 1000.0 + 15 / 200.0), 1e-9);
+  EXPECT_EQ(s.aggregate, kHarmonicMean);
+  EXPECT_EQ(s.measured_from_step, 6);
+  EXPECT_EQ(s.measured, 145);
+}
+
+TEST(AnalyzeRun, AThrottledSecondHalfIsInTheDeliveredValue) {
+  // A slowdown to -25 % at mid-run: flagged, and the run delivered what it delivered.
+  auto s = AnalyzeRun(Series(
+                          160, [](int i) { return i <= 80 ? 100.0 : 75.0; }, 0.005, 11),
+                      0, Better::kHigher);
+  EXPECT_TRUE(s.slowdown);
+  ASSERT_TRUE(s.delivered && s.pace);
+  EXPECT_NEAR(*s.delivered, 2 / (1 / 100.0 + 1 / 75.0), 1.0);  // work over time, both halves
+  EXPECT_GT(*s.pace, *s.delivered);
+  EXPECT_EQ(s.measured_from_step, 1);  // a drop is not a warm-up
+}
+
+TEST(AnalyzeRun, AWarmupLongerThanDeclaredIsLeftOutOfTheMeasuredWindow) {
+  // 30 steps ramping up, 5 declared: the measured window starts near the end of the ramp, so the
+  // delivered value is the level, not the ramp.
+  auto s = AnalyzeRun(Series(
+                          150, [](int i) { return i <= 30 ? 50.0 + i : 100.0; }, 0.01, 3),
+                      5, Better::kHigher);
+  EXPECT_GE(s.measured_from_step, 20);
+  EXPECT_LE(s.measured_from_step, 32);
+  ASSERT_TRUE(s.delivered);
+  EXPECT_NEAR(*s.delivered, 100, 2);
+  // A time metric (lower is better) that starts slow: the same.
+  auto t = AnalyzeRun(Series(
+                          150, [](int i) { return i <= 30 ? 200.0 - 3 * i : 100.0; }, 0.01, 4),
+                      5, Better::kLower);
+  EXPECT_GE(t.measured_from_step, 20);
+  ASSERT_TRUE(t.delivered);
+  EXPECT_NEAR(*t.delivered, 100, 2);
+  EXPECT_EQ(t.aggregate, kArithmeticMean);
+}
+
+}  // namespace
+}  // namespace tunectl

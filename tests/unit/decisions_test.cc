@@ -30,13 +30,17 @@ TEST(ExperimentSizing, DefaultCapIsTwiceTheRepeatsAtLeastTenFirstLookAtFourPairs
   EXPECT_EQ(SizeExperiment(0, Spec(5))->max_pairs, 10);
   EXPECT_EQ(SizeExperiment(0, Spec(8))->max_pairs, 16);
   EXPECT_EQ(SizeExperiment(0, Spec(5))->first_pairs, 4);
-  EXPECT_EQ(SizeExperiment(3, Spec(5))->first_pairs, 3);
+  EXPECT_EQ(SizeExperiment(4, Spec(5))->first_pairs, 4);
 }
 
 TEST(ExperimentSizing, RefusesACapOutOfRange) {
   auto r = SizeExperiment(1, Spec());
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("--repeats: 1"));
+  // Below the first look nothing could be decided: refused, not run to an inconclusive cap.
+  auto three = SizeExperiment(3, Spec());
+  ASSERT_FALSE(three.ok());
+  EXPECT_THAT(three.status().message(), HasSubstr("allowed 4..500"));
   EXPECT_FALSE(SizeExperiment(501, Spec()).ok());
 }
 
@@ -202,6 +206,16 @@ TEST(TuningLog, DecidedEntrySaysWhatChangedWhatHappenedAndTheCorrection) {
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["primary"]["metric"], "sps");
   EXPECT_EQ(j["hypothesis"]["expected"], "sps +10%");
+  // PrimaryVerdict has no estimate: the immutable log records null and "—", never +0.0 %.
+  EXPECT_TRUE(j["primary"]["ratio"].is_null());
+  EXPECT_TRUE(j["primary"]["ci_low"].is_null());
+  EXPECT_TRUE(j["primary"]["p_value"].is_null());
+  EXPECT_EQ(j["primary"]["effect"], "—");
+  in.verdict.metrics[0].estimated = in.verdict.metrics[0].tested = true;
+  in.verdict.metrics[0].ratio = 1.25;
+  auto k = nlohmann::json::parse(DecidedEntry(in));
+  EXPECT_DOUBLE_EQ(k["primary"]["ratio"].get<double>(), 1.25);
+  EXPECT_EQ(k["primary"]["effect"], "+25.0%");
 }
 
 TEST(TuningLog, RegressionAndResolvedEntriesNameTheRunAndTheFix) {

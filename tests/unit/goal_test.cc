@@ -97,6 +97,7 @@ TEST(GoalNote, ControlAndVariantAgainstTheTarget) {
   m.metric = "sps";
   m.n_control = m.n_variant = 4;
   m.control_median = 1200;
+  m.estimated = true;
   m.ratio = 1.1;
   v.metrics.push_back(m);
   EXPECT_EQ(GoalNote(*g, v), "goal sps 1500: control 1200 (80.0 % of it) -> variant 1320 (88.0 %)");
@@ -112,6 +113,7 @@ TEST(GoalGuardrails, AVariantBelowAGuardrailLevelBreaksIt) {
   mfu.metric = "mfu";
   mfu.n_control = mfu.n_variant = 4;
   mfu.control_median = 0.46;
+  mfu.estimated = true;
   mfu.ratio = 0.9;  // 0.414
   v.metrics.push_back(mfu);
   GuardrailCheck c = CheckGoalGuardrails(*g, v);

@@ -47,6 +47,8 @@ v1::MetricVerdict* Verdict(v1::Experiment* e, const std::string& metric, int nc,
   m->set_control_median(nc ? 100 : 0);
   m->set_variant_median(nv ? 132.2 : 0);
   if (nc && nv) {
+    m->set_estimated(true);
+    m->set_tested(true);
     m->set_ratio(1.322);
     m->set_ci_low(1.165);
     m->set_ci_high(1.5);
@@ -236,6 +238,8 @@ TEST(Output, RunCsvIsOneRowPerMetric) {
   m->set_min(2400);
   m->set_max(2450.5);
   m->set_usable(true);
+  m->set_has_value(true);
+  m->set_value(2398.75);
   auto* l = r.add_metrics();
   l->set_metric("loss");
   l->set_samples(2);
@@ -243,8 +247,10 @@ TEST(Output, RunCsvIsOneRowPerMetric) {
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(RenderCsv(t).substr(0, RenderCsv(t).find('\r')),
             "run_id,workload,baseline_id,experiment_id,arm,attempt,state,metric,samples,warmup,"
-            "steady,median,min,max,usable,warnings");
+            "steady,median,min,max,usable,warnings,value");
   EXPECT_EQ(t.rows[0][11], "2427.4");
+  EXPECT_EQ(t.rows[0][16], "2398.75");  // what the run delivered, beside the median
+  EXPECT_EQ(t.rows[1][16], "");         // no value: empty, never 0
   EXPECT_EQ(t.rows[0][9], "5");
   EXPECT_EQ(t.rows[1][11], "");  // no steady state: no median
 }

@@ -286,8 +286,8 @@ TEST(LogViews, RegressionAndResolvedEntriesShowNoConfidenceInterval) {
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0][0], "-");   // no experiment
   EXPECT_NE(t.rows[0][7], "-");   // the effect: after / before
-  EXPECT_EQ(t.rows[0][8], "-");   // no CI
-  EXPECT_EQ(t.rows[1][7], "-");   // a resolution has no effect
+  EXPECT_EQ(t.rows[0][8], "—");   // no CI
+  EXPECT_EQ(t.rows[1][7], "—");   // a resolution has no effect
   EXPECT_EQ(t.rows[1][12], "-");  // nor a freeze
   EXPECT_EQ(t.rows[1][3], "regression 1 resolved: node n3 replaced");
 }
@@ -599,6 +599,7 @@ TEST(ExperimentViews, ProgressShowsEachArmAndTheEstimateSoFar) {
   EXPECT_NE(ExperimentProgress(e, 5).find("no estimate yet"), std::string::npos);  // 1 per side
   m->set_n_control(2);
   m->set_n_variant(2);
+  m->set_estimated(true);
   const std::string p = ExperimentProgress(e, 5);
   EXPECT_NE(p.find("samples_per_s +25.0% [+10.0%, +40.0%] so far on 2 usable pair(s)"),
             std::string::npos)
@@ -632,4 +633,96 @@ TEST(RegressViews, StabilityProgressShowsTheMetricSoFar) {
             "so far) [1m of 10m]");
 }
 
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+// No figure without an estimate: one pair's medians, but no effect, CI or p anywhere.
+TEST(ExperimentViews, AMetricWithoutAnEstimateShowsADashNotZero) {
+  v1::Experiment e;
+  e.set_id(3);
+  e.set_primary("samples_per_s");
+  auto* m = e.add_metrics();
+  m->set_metric("samples_per_s");
+  m->set_n_control(1);
+  m->set_n_variant(1);
+  m->set_control_median(2407);
+  m->set_variant_median(5086);
+  m->set_ratio(1);  // what an old server sent as a placeholder
+  m->set_ci_low(1);
+  m->set_ci_high(1);
+  m->set_p_value(1);
+  m->set_decision("inconclusive");
+  const Table t = VerdictTable(e);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0][3], "2407");
+  EXPECT_EQ(t.rows[0][5], "—");
+  EXPECT_EQ(t.rows[0][6], "—");
+  EXPECT_EQ(t.rows[0][7], "—");
+  const ojson j = ExperimentJson(e);
+  EXPECT_TRUE(j["metrics"][0]["ratio"].is_null());
+  EXPECT_TRUE(j["metrics"][0]["p_value"].is_null());
+  EXPECT_DOUBLE_EQ(j["metrics"][0]["control_median"].get<double>(), 2407);
+  v1::ListExperimentsResponse list;
+  *list.add_experiments() = e;
+  EXPECT_EQ(ExperimentsTable(list).rows[0][6], "—");
+  // With an estimate the same rows show it.
+  m->set_estimated(true);
+  m->set_tested(true);
+  m->set_ratio(2.113);
+  m->set_ci_low(1.9);
+  m->set_ci_high(2.3);
+  m->set_p_value(0.001);
+  EXPECT_EQ(VerdictTable(e).rows[0][5], "+111.3%");
+  *list.mutable_experiments(0) = e;
+  EXPECT_THAT(ExperimentsTable(list).rows[0][6], ::testing::HasSubstr("+111.3%"));
+}
+
+TEST(LogViews, ADecidedEntryWithoutAnEstimateShowsADash) {
+  v1::ListLogResponse r;
+  auto* d = r.add_entries();
+  d->set_kind("decided");
+  d->set_experiment_id(4);
+  d->set_primary_metric("samples_per_s");
+  d->set_decision("inconclusive");  // ratio 0: the entry recorded null
+  const Table t = LogTable(r);
+  EXPECT_EQ(t.rows[0][7], "—");
+  EXPECT_EQ(t.rows[0][8], "—");
+  const Table csv = LogCsv(r);
+  EXPECT_EQ(csv.rows[0][8], "");
+  EXPECT_EQ(csv.rows[0][9], "");
+}
+
+}  // namespace
+}  // namespace tunectl
+
+namespace tunectl {
+namespace {
+
+TEST(RunViews, RunJsonCarriesTheValueBesideTheMedianAndNullWithoutOne) {
+  v1::Run r;
+  r.set_id(7);
+  r.set_state("succeeded");
+  auto* m = r.add_metrics();
+  m->set_metric("samples_per_s");
+  m->set_steady(55);
+  m->set_median(2427.4);
+  m->set_has_value(true);
+  m->set_value(2398.75);
+  m->set_pace(2441);
+  m->set_value_how("harmonic mean (work over time) of the samples at steps 6..60");
+  r.add_metrics()->set_metric("loss");
+  const ojson j = RunJson(r);
+  EXPECT_DOUBLE_EQ(j["metrics"][0]["value"].get<double>(), 2398.75);
+  EXPECT_DOUBLE_EQ(j["metrics"][0]["pace"].get<double>(), 2441);
+  EXPECT_EQ(j["metrics"][0]["value_how"], m->value_how());
+  EXPECT_TRUE(j["metrics"][1]["value"].is_null());
+  EXPECT_TRUE(j["metrics"][1]["pace"].is_null());
+  const std::string text = RunDetail(r);
+  EXPECT_NE(text.find("2399"), std::string::npos) << text;
+  EXPECT_NE(text.find("value: harmonic mean"), std::string::npos) << text;
+}
+
+}  // namespace
 }  // namespace tunectl

@@ -48,6 +48,7 @@ v1::Experiment AnExperiment() {
   m->set_n_variant(4);
   m->set_control_median(2379.5);
   m->set_variant_median(5005.25);
+  m->set_estimated(true);
   m->set_ratio(2.1);
   return e;
 }
