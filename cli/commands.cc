@@ -1052,6 +1052,11 @@ int RegressRun(Client& c, const CliOptions& o, std::ostream& out, std::ostream& 
   const int printed = PrintDocument(o, out, err, cur, &StabilityJson);
   if (printed > 0) return printed;
   if (printed < 0) out << (o.wait ? StabilityDetail(cur) : std::to_string(s->run_id()) + "\n");
+  if (o.wait && cur.verdict() == "ended early") {
+    // No evidence either way: a CI gate must not pass on a check that did not run its course.
+    err << "stability run " << cur.run_id() << " " << cur.message() << "\n";
+    return 1;
+  }
   return o.wait && cur.verdict() == "regression" ? 1 : 0;
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/regression.h"
+#include "core/runs.h"
 #include "core/sequential.h"
 
 namespace tunectl {
@@ -209,7 +210,7 @@ std::optional<StabilityJudgement> JudgeStabilityRun(const WorkloadSpec& spec, in
       "stability run " + std::to_string(run_id) + " of v" + std::to_string(config_version) + ": ";
   if (state == RunState::kFailed)
     return StabilityJudgement{primary->name, what + "failed (" + reason + ")"};
-  if (state != RunState::kSucceeded) return std::nullopt;
+  if (state != RunState::kSucceeded || EndedEarly(reason)) return std::nullopt;
   auto findings = CheckStabilityRun(spec, metric_names, analyses);
   if (findings.empty()) return std::nullopt;
   StabilityJudgement j{findings[0].metric, ""};
@@ -221,9 +222,10 @@ std::optional<StabilityJudgement> JudgeStabilityRun(const WorkloadSpec& spec, in
   return j;
 }
 
-std::string StabilityVerdictName(RunState state, bool recorded_regression) {
+std::string StabilityVerdictName(RunState state, bool recorded_regression,
+                                 const std::string& reason) {
   if (recorded_regression) return "regression";
-  if (state == RunState::kSucceeded) return "stable";
+  if (state == RunState::kSucceeded) return EndedEarly(reason) ? kEndedEarly : "stable";
   if (!IsTerminal(state)) return "pending";
   return Name(state);
 }

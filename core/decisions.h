@@ -92,8 +92,8 @@ struct FreezeFacts {
 Status CheckFreeze(const FreezeFacts& f);
 
 // A stability run is judged within itself: one finding per run (under the primary metric when it
-// is among them) naming every metric that degraded, or a failed run. nullopt: stable, or not a
-// result yet.
+// is among them) naming every metric that degraded, or a failed run. nullopt: stable, ended early
+// (its job exited before its duration: no evidence either way), or not a result yet.
 struct StabilityJudgement {
   std::string metric;
   std::string message;
@@ -103,7 +103,9 @@ std::optional<StabilityJudgement> JudgeStabilityRun(const WorkloadSpec& spec, in
                                                     const std::string& reason,
                                                     const std::vector<std::string>& metric_names,
                                                     const std::vector<SteadyState>& analyses);
-// What `regress show` says of a stability run: pending | stable | regression | failed | cancelled…
-std::string StabilityVerdictName(RunState state, bool recorded_regression);
+// What `regress show` says of a stability run: pending | stable | ended early | regression |
+// failed | cancelled… (`reason`: the run's, see EndedEarly).
+std::string StabilityVerdictName(RunState state, bool recorded_regression,
+                                 const std::string& reason = "");
 
 }  // namespace tunectl

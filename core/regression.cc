@@ -138,14 +138,23 @@ NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better
   const size_t n = history.size();
   c.history = static_cast<int>(n);
   if (n < 3) return c;
-  c.level = Mean(history, 0, n);
+  // On the log scale when every value is positive (a rate or a time): the level is the geometric
+  // mean and the bound a ratio of it, so it can never cross zero however noisy the history.
+  const bool logs =
+      value > 0 && std::all_of(history.begin(), history.end(), [](double v) { return v > 0; });
+  std::vector<double> x = history;
+  if (logs)
+    for (double& v : x) v = std::log(v);
+  const double mean = Mean(x, 0, n);
   double ss = 0;
-  for (double v : history) ss += (v - c.level) * (v - c.level);
+  for (double v : x) ss += (v - mean) * (v - mean);
   const double sd = std::sqrt(ss / static_cast<double>(n - 1));
   // One-sided prediction interval for one new observation.
   const double q =
       StudentTQuantile(1 - alpha, static_cast<double>(n - 1)) * sd * std::sqrt(1 + 1.0 / n);
-  c.bound = better == Better::kHigher ? c.level - q : c.level + q;
+  const double edge = better == Better::kHigher ? mean - q : mean + q;
+  c.level = logs ? std::exp(mean) : mean;
+  c.bound = logs ? std::exp(edge) : edge;
   const bool past = better == Better::kHigher ? value < c.bound : value > c.bound;
   const double worse = c.level != 0 ? std::fabs(value / c.level - 1) : 0;
   c.regression = past && worse >= min_effect;

@@ -39,9 +39,10 @@ struct NewRunCheck {
   double bound = 0;  // the value past which a run counts as a regression
   int history = 0;   // reference runs; under 3 nothing is checked (level and bound stay 0)
 };
-// `history`: summaries since the last change point (oldest first); `value`: the new run's. A
+// `history`: run values since the last change point (oldest first); `value`: the new run's. A
 // regression is past the one-sided bound and at least `min_effect` worse than the level (with a
-// very steady history the bound alone would flag differences nobody cares about).
+// very steady history the bound alone would flag differences nobody cares about). With positive
+// values both are on the log scale (level: the geometric mean; the bound never below zero).
 NewRunCheck CheckNewRun(const std::vector<double>& history, double value, Better better,
                         double min_effect = 0, double alpha = 0.01);
 

@@ -25,6 +25,13 @@ RunOutcome DecideRunOutcome(const RunReport& r) {
   }
   if (r.duration_reached) {
     o.state = RunState::kSucceeded;  // a stability run stopped at its requested duration
+  } else if (r.duration_ms > 0 && r.reason.empty() && r.signal == 0 && r.exit_code == 0) {
+    o.state = RunState::kSucceeded;
+    o.reason = std::string(kEndedEarly) + ": the job exited by itself before its stability " +
+               "duration of " + std::to_string((r.duration_ms + 999) / 1000) +
+               " s, so it says nothing about a regression; a stability run needs a job that runs " +
+               "until it is stopped: have it run for TUNECTL_DURATION_S seconds (or raise its " +
+               "step count)";
   } else if (r.reason == "cancelled") {
     o.state = RunState::kCancelled;
     o.reason = r.reason;
@@ -44,6 +51,10 @@ RunOutcome DecideRunOutcome(const RunReport& r) {
                 std::to_string(r.batches_sent) + " metric batches, server has " +
                 std::to_string(r.batches_stored);
   return o;
+}
+
+bool EndedEarly(const std::string& reason) {
+  return reason.rfind(kEndedEarly, 0) == 0;
 }
 
 Cause FailureCause(const std::string& stderr_tail, int exit_code, int signal) {

@@ -22,6 +22,7 @@ struct RunReport {
   int signal = 0;
   std::string reason;             // "", timeout, cancelled, launch_failed: …
   bool duration_reached = false;  // a stability run stopped by the agent at its duration
+  int64_t duration_ms = 0;        // a stability run's requested duration (0: not one)
   int64_t batches_sent = 0;       // metric batches the agent says it sent
   int64_t batches_stored = 0;     // metric batches the server stored for the attempt
   bool window_cancel = false;     // the server stopped it at the end of its window (requeue)
@@ -36,7 +37,12 @@ struct RunOutcome {
   std::string reason;  // why it failed / what is off; "" for a clean success
   std::string cause;   // a failed run's cause key (see FailureCause); "" otherwise
 };
+// A stability run whose job exited by itself, cleanly, before its duration succeeded but "ended
+// early": its reason starts with kEndedEarly and says how to make the job run until stopped. It
+// is never judged a regression (EndedEarly), and `regress` shows it as "ended early".
 RunOutcome DecideRunOutcome(const RunReport& r);
+inline constexpr const char* kEndedEarly = "ended early";
+bool EndedEarly(const std::string& reason);
 
 // Why a job died, from its stderr tail and exit status: a short key that two failures of the same
 // kind share ("OOM", "NCCL", "NCCL timeout", "CUDA error", "segfault", "killed (SIGKILL)",

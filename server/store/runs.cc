@@ -697,11 +697,15 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
       return true;
     }
 
+    auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
+    if (!launch.ok())
+      return Status::Internal("run " + std::to_string(run_id) + ": " + launch.status().message());
     RunReport report;
     report.exit_code = res.exit_code;
     report.signal = res.signal;
     report.reason = res.reason;
     report.duration_reached = res.duration_reached;
+    report.duration_ms = launch->duration_ms;
     report.batches_sent = res.batches;
     report.batches_stored = r[0]["batches_stored"].as<int64_t>();
     report.window_cancel = r[0]["cancel_reason"].as<std::string>() == "window";
@@ -729,9 +733,6 @@ Status Store::FinishRun(int64_t run_id, int attempt, const RunResult& res, const
         run_id, state, res.exit_code, res.signal, outcome.reason, res.stderr_tail, res.lines,
         outcome.cause);
 
-    auto launch = LaunchRecordFromJson(r[0]["launch"].as<std::string>());
-    if (!launch.ok())
-      return Status::Internal("run " + std::to_string(run_id) + ": " + launch.status().message());
     auto series = LoadSeries(w, run_id, attempt, *launch);
     // A profiler trace's summary (profile_*) has a row with the agent's note even when it gave
     // no sample, so `run show` says why.

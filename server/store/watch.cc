@@ -46,7 +46,7 @@ Series LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m, si
     for (size_t i = 0; i < runs.size() && newest.size() <= want; ++i) {
       if (!UseOf(wl.spec, runs[i]).counts) continue;
       const RunMetricFacts* f = runs[i].Find(m);
-      if (f && f->median) newest.push_back({runs[i].id, finished[i], *f->median});
+      if (f && f->Value()) newest.push_back({runs[i].id, finished[i], *f->Value()});
     }
     if (newest.size() <= want && runs.size() == fetch) continue;  // not enough counted yet
     Series out;
@@ -142,8 +142,9 @@ StabilityRow StabilityFromRow(const pqxx::row& r) {
   x.state = r["state"].as<std::string>();
   x.started_at = r["started_at"].as<std::string>();
   x.finished_at = r["finished_at"].as<std::string>();
-  x.verdict = StabilityVerdictName(ParseRunState(x.state).value_or(RunState::kFailed),
-                                   !r["regression_message"].is_null());
+  x.verdict =
+      StabilityVerdictName(ParseRunState(x.state).value_or(RunState::kFailed),
+                           !r["regression_message"].is_null(), r["reason"].as<std::string>());
   if (!r["regression_message"].is_null())
     x.message = r["regression_message"].as<std::string>();
   else if (x.verdict != "stable" && x.verdict != "pending")

@@ -2,7 +2,8 @@
 change (the demo reads a slowdown factor from a file, as a degraded node would): `regress show`
 raises one regression alert naming the first slow run, records it once in the tuning log and
 exposes it on /metrics; the stable series raises none. A stability run that slows down within
-itself is a regression; a periodic check queues its runs in an open window of its schedule."""
+itself is a regression; one whose job stops before its duration ended early and is none; a
+periodic check queues its runs in an open window of its schedule."""
 import datetime as dt
 import json
 import os
@@ -12,6 +13,22 @@ import unittest
 from cluster import SRC, Cluster
 
 DEMO = os.path.join(SRC, "examples/workloads/demo.yaml")
+
+# A job that stops by itself after 40 steps (~2 s) whatever the stability run's duration: it does
+# not read TUNECTL_DURATION_S.
+SHORT_JOB = """
+import time
+for step in range(1, 41):
+    print(f"step {step} samples/s: {1000 + step % 3}", flush=True)
+    time.sleep(0.05)
+"""
+SHORT = """
+name: short
+command: ["python3", "{job}"]
+metrics:
+  samples_per_s: {{pattern: 'samples/s: ([0-9.]+)', better: higher, role: primary}}
+run: {{repeats: 1, warmup_steps: 0}}
+"""
 
 
 class RegressE2E(unittest.TestCase):
@@ -32,7 +49,7 @@ class RegressE2E(unittest.TestCase):
 
     def test_slowdown_raises_one_alert_at_the_first_slow_run(self):
         c = self.c
-        c.cli("baseline", "create", "--repeats", "10", "--wait")
+        c.cli("baseline", "create", "--workload", "demo", "--repeats", "10", "--wait")
         stable = c.json("regress", "show", "demo")
         self.assertGreaterEqual(len(stable["series"]), 5)
         self.assertEqual(stable["change_points"], [])
@@ -40,7 +57,7 @@ class RegressE2E(unittest.TestCase):
 
         with open(self.slow, "w") as f:
             f.write("1.3\n")  # every step 30 % slower from now on
-        b2 = json.loads(c.cli("baseline", "create", "--repeats", "14", "--wait", "-o", "json").stdout)
+        b2 = json.loads(c.cli("baseline", "create", "--workload", "demo", "--repeats", "14", "--wait", "-o", "json").stdout)
         slow_ids = {r["id"] for r in c.items("run", "list", "--baseline", str(b2["id"]))}
         r = c.json("regress", "show", "demo")
         # the series holds the comparable runs (a run marked unusable is left out, with its reason)
@@ -116,6 +133,25 @@ class RegressE2E(unittest.TestCase):
                        'workload="demo"} 0\n')
         self.assertEqual([e["reason"] for e in c.items("log", "--limit", "0") if e["kind"] == "resolved"],
                          ["slowdown file reset"])
+
+    def test_a_job_that_stops_before_its_duration_ended_early_and_is_no_regression(self):
+        c = self.c
+        job = c.write("short.py", SHORT_JOB)
+        c.cli("workload", "apply", "-f", c.write("short.yaml", SHORT.format(job=job)))
+        p = c.cli("regress", "run", "short", "--duration", "60s", "--wait", check=False)
+        # No evidence either way: a CI gate fails, and says why and how to fix the job.
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("ended early", p.stderr)
+        self.assertIn("TUNECTL_DURATION_S", p.stderr)
+        r = c.json("regress", "show", "short")
+        st = r["stability_runs"][0]
+        self.assertEqual(st["state"], "succeeded", st)
+        self.assertEqual(st["verdict"], "ended early", st)
+        self.assertEqual([g for g in r["regressions"] if g["type"] == "stability"], [])
+        self.assertFalse([e for e in c.items("log", "--limit", "0")
+                          if e["kind"] == "regression" and e["workload"] == "short"])
+        _, body = c.http_get("/metrics")
+        self.assertNotIn('workload="short"} 1', body)
 
     def test_watch_queues_checks_in_an_open_window(self):
         c = self.c

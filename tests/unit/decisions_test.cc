@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/runs.h"
 #include "core/sequential.h"
 #include "core/tuning_log.h"
 
@@ -184,6 +185,33 @@ TEST(StabilityVerdict, FailedRunIsARegressionAndAStableOneIsNot) {
   EXPECT_EQ(StabilityVerdictName(RunState::kRunning, false), "pending");
   EXPECT_EQ(StabilityVerdictName(RunState::kSucceeded, true), "regression");
   EXPECT_EQ(StabilityVerdictName(RunState::kCancelled, false), "cancelled");
+}
+
+// A job that exits by itself before the stability run's duration never settled because it
+// stopped, not because it regressed: no finding, and `regress` says it ended early.
+TEST(StabilityVerdict, ARunThatEndedEarlyIsNoRegression) {
+  const WorkloadSpec spec = Spec();
+  RunReport report;
+  report.duration_ms = 90'000;  // exit 0 after 30 s, duration not reached
+  const RunOutcome o = DecideRunOutcome(report);
+  EXPECT_EQ(o.state, RunState::kSucceeded);
+  EXPECT_TRUE(EndedEarly(o.reason));
+  EXPECT_THAT(o.reason, HasSubstr("before its stability duration of 90 s"));
+  EXPECT_THAT(o.reason, HasSubstr("TUNECTL_DURATION_S"));
+  SteadyState unsettled;
+  unsettled.samples = 30;
+  unsettled.stats.n = 25;
+  unsettled.no_steady_state = true;
+  EXPECT_TRUE(JudgeStabilityRun(spec, 9, 2, RunState::kSucceeded, "", {"sps"}, {unsettled}));
+  EXPECT_FALSE(JudgeStabilityRun(spec, 9, 2, RunState::kSucceeded, o.reason, {"sps"}, {unsettled}));
+  EXPECT_EQ(StabilityVerdictName(RunState::kSucceeded, false, o.reason), "ended early");
+  // Reaching the duration, failing, or not being a stability run at all: no such note.
+  report.duration_reached = true;
+  EXPECT_EQ(DecideRunOutcome(report).reason, "");
+  report.duration_reached = false;
+  report.exit_code = 1;
+  EXPECT_EQ(DecideRunOutcome(report).state, RunState::kFailed);
+  EXPECT_EQ(DecideRunOutcome(RunReport{}).reason, "");
 }
 
 TEST(TuningLog, DecidedEntrySaysWhatChangedWhatHappenedAndTheCorrection) {

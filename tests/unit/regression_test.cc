@@ -67,8 +67,26 @@ TEST(NewRunCheck, FlagsOnlyARunPastTheOneSidedBound) {
   EXPECT_TRUE(CheckNewRun(steady, 98.5, Better::kHigher).regression);
   auto small = CheckNewRun(steady, 98.5, Better::kHigher, 0.03);
   EXPECT_FALSE(small.regression);
-  EXPECT_NEAR(small.bound, 97, 1e-9);  // the bound shown is the one that applies
+  EXPECT_NEAR(small.bound, 97, 1e-3);  // the bound shown is the one that applies
   EXPECT_TRUE(CheckNewRun(steady, 96.5, Better::kHigher, 0.03).regression);
+}
+
+// A rate whose history is very noisy: on the raw scale the prediction bound went below zero
+// (a "regression past -430 tokens/s"); on the log scale it is a positive fraction of the level.
+TEST(NewRunCheck, TheBoundOfAPositiveMetricIsNeverNegative) {
+  const std::vector<double> noisy = {900, 3000, 1200, 200, 2500};
+  const NewRunCheck c = CheckNewRun(noisy, 150, Better::kHigher);
+  EXPECT_GT(c.bound, 0);
+  EXPECT_LT(c.bound, c.level);
+  EXPECT_NEAR(c.level,
+              std::exp((std::log(900.0) + std::log(3000.0) + std::log(1200.0) + std::log(200.0) +
+                        std::log(2500.0)) /
+                       5),
+              1e-9);
+  // A time (lower is better): the bound lies above the level.
+  const NewRunCheck t = CheckNewRun({10, 11, 9, 10.5}, 30, Better::kLower);
+  EXPECT_GT(t.bound, t.level);
+  EXPECT_TRUE(t.regression);
 }
 
 }  // namespace
