@@ -220,21 +220,9 @@ std::string DecideSplit(const SplitEstimate& e, double b, double b_eq, double ma
                         bool higher, double margin, std::string* why) {
   const std::string d =
       DecideEffect(e.delivered.est, e.delivered.se, b, b_eq, margin_unit, higher, margin);
-  const double g = higher ? 1 : -1;
-  auto worse = [&](const PartEstimate& x) { return g * x.est + b * x.se < 0; };
   auto within = [&](const PartEstimate& x) {
     return std::fabs(x.est) + b_eq * x.se <= margin_unit;
   };
-  if (d == "improved") {
-    if (worse(e.pace) || worse(e.lost)) {
-      if (why)
-        *why = worse(e.pace) ? "the pace is significantly worse, though more was delivered"
-                             : "more time is lost (stalls, throttling) significantly, though more "
-                               "was delivered";
-      return "inconclusive";
-    }
-    return d;
-  }
   if (d == "unchanged" && !(within(e.pace) && within(e.lost))) {
     if (why)
       *why = within(e.pace) ? "the delivered value is equivalent, but the time lost beyond the "

@@ -180,10 +180,10 @@ struct VerdictOptions {
 std::string DecideEffect(double d, double se, double b, double b_eq, double margin_unit,
                          bool higher, double margin);
 
-// The same for the split paired comparison: improved/regressed on the delivered effect, and
-// improved only when neither the pace nor the lost time is significantly worse; unchanged only
-// when the delivered effect, the pace and the lost time are each equivalent within the minimum
-// effect. `why` (when given) says which part kept an improvement from being called.
+// The same for the split paired comparison: improved/regressed on the delivered effect (what the
+// user gets: a variant whose faster pace outweighs more stalls is improved); unchanged only when
+// the delivered effect, the pace and the lost time are each equivalent within the minimum effect.
+// `why` (when given) says which part kept "unchanged" from being called.
 std::string DecideSplit(const SplitEstimate& e, double b, double b_eq, double margin_unit,
                         bool higher, double margin, std::string* why = nullptr);
 

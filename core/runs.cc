@@ -127,6 +127,13 @@ std::string RunMetricFacts::How() const {
   return ValueHow(aggregate, measured_from_step, last_step);
 }
 
+RunValue ValueOf(const MetricSpec* m, const RunMetricFacts& f) {
+  if (m && m->role == MetricRole::kGuardrail)
+    return {f.median, f.median,
+            f.median ? "median of the steady-state window (a guardrail's level)" : ""};
+  return {f.Value(), f.Pace(), f.How()};
+}
+
 const RunMetricFacts* RunFacts::Find(const std::string& metric) const {
   for (const auto& m : metrics)
     if (m.metric == metric) return &m;
@@ -146,7 +153,7 @@ RunUse UseOf(const WorkloadSpec& spec, const RunFacts& run) {
     return u;
   }
   const RunMetricFacts* m = run.Find(primary->name);
-  if (!m || !m->Value()) {
+  if (!m || !ValueOf(primary, *m).value) {
     u.excluded = true;
     u.why_not = "run " + std::to_string(run.id) + ": no " + primary->name + " value";
     return u;
@@ -165,7 +172,8 @@ std::vector<MetricSummary> SummarizeRuns(const WorkloadSpec& spec,
     std::vector<double> medians;
     for (const auto& r : runs) {
       if (!UseOf(spec, r).counts) continue;
-      if (const RunMetricFacts* f = r.Find(m.name); f && f->Value()) medians.push_back(*f->Value());
+      if (const RunMetricFacts* f = r.Find(m.name))
+        if (const auto v = ValueOf(&m, *f).value) medians.push_back(*v);
     }
     Descriptive d = Describe(medians);
     if (d.n > 0) out.push_back({m.name, d});
@@ -203,7 +211,7 @@ std::optional<BaselineResult> BaselineOutcome(const WorkloadSpec& spec,
     for (const RunFacts* r : succeeded) {
       const RunMetricFacts* f = r->Find(m.name);
       if (!f) continue;
-      any |= f->Value().has_value();
+      any |= ValueOf(&m, *f).value.has_value();
       samples += f->samples;
       nonfinite += f->nonfinite;
     }
@@ -279,10 +287,11 @@ Arms BuildArms(const WorkloadSpec& spec, const std::vector<RunFacts>& runs) {
     if (!use.note.empty()) a.notes.push_back(use.note);
     const int pair = (r->idx - 1) / 2;  // idx 1,2 = pair 0; 3,4 = pair 1; …
     for (const auto& m : r->metrics) {
-      if (!m.Value()) continue;
-      a.values[m.metric].push_back(*m.Value());
-      a.pace[m.metric].push_back(*m.Pace());
-      a.how[m.metric].push_back(m.How());
+      const RunValue v = ValueOf(spec.FindMetric(m.metric), m);
+      if (!v.value) continue;
+      a.values[m.metric].push_back(*v.value);
+      a.pace[m.metric].push_back(*v.pace);
+      a.how[m.metric].push_back(v.how);
       a.pairs[m.metric].push_back(pair);
       a.ids[m.metric].push_back(r->id);
       a.resolution[m.metric] = std::max(a.resolution[m.metric], m.resolution);

@@ -103,6 +103,17 @@ struct RunFacts {
   const RunMetricFacts* Find(const std::string& metric) const;
 };
 
+// A run's value of one metric as every comparison, summary and series takes it. For a primary or
+// observed metric: what the run delivered (RunMetricFacts::Value, Pace, How). For a guardrail: the
+// level the run settled at (the steady window's median) as both value and pace: a guardrail
+// guards quality (a loss, memory), whose level at the end matters, not its average over a run in
+// which it keeps falling. `m` may be null (a metric no longer in the spec: delivered).
+struct RunValue {
+  std::optional<double> value, pace;
+  std::string how;
+};
+RunValue ValueOf(const MetricSpec* m, const RunMetricFacts& f);
+
 // Whether a run counts (is compared, summarised, part of a series): every run that succeeded and
 // has a value of the primary metric does. A run without a steady state, one that slowed down or
 // a noisy one counts with the value it delivered; what was off is a note (`note`, `flagged`).

@@ -46,7 +46,9 @@ Series LoadSeries(pqxx::work& w, const WorkloadRow& wl, const std::string& m, si
     for (size_t i = 0; i < runs.size() && newest.size() <= want; ++i) {
       if (!UseOf(wl.spec, runs[i]).counts) continue;
       const RunMetricFacts* f = runs[i].Find(m);
-      if (f && f->Value()) newest.push_back({runs[i].id, finished[i], *f->Value()});
+      if (!f) continue;
+      if (const auto v = ValueOf(wl.spec.FindMetric(m), *f).value)
+        newest.push_back({runs[i].id, finished[i], *v});
     }
     if (newest.size() <= want && runs.size() == fetch) continue;  // not enough counted yet
     Series out;

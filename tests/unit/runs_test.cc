@@ -315,6 +315,27 @@ TEST(WhichRunsCount, ARunCountsWithItsDeliveredValueNotItsMedian) {
               ElementsAre("harmonic mean (work over time) of the samples at steps 11..150"));
 }
 
+// A guardrail (a loss that keeps falling) is compared at the level the run settled at; a primary
+// metric at what the run delivered.
+TEST(WhichRunsCount, AGuardrailCountsWithItsLevelAndAPrimaryWithWhatItDelivered) {
+  const WorkloadSpec spec = Spec();
+  const MetricSpec& loss = *spec.FindMetric("loss");
+  RunMetricFacts f;
+  f.metric = "loss";
+  f.median = 0.71;
+  f.delivered = 0.93;  // the mean of a falling loss over the run
+  f.aggregate = kArithmeticMean;
+  const RunValue g = ValueOf(&loss, f);
+  ASSERT_EQ(loss.role, MetricRole::kGuardrail);
+  EXPECT_EQ(g.value, 0.71);
+  EXPECT_EQ(g.pace, 0.71);
+  EXPECT_THAT(g.how, HasSubstr("a guardrail's level"));
+  EXPECT_EQ(ValueOf(spec.PrimaryMetric(), f).value, 0.93);
+  RunFacts r = Fact(1, 100);
+  r.metrics[1] = f;
+  EXPECT_THAT(BuildArms(spec, {r}).control.values.at("loss"), ElementsAre(0.71));
+}
+
 TEST(AdviseExclusions, RunsTooShortGetTheWarmupAndStepsToSet) {
   const WorkloadSpec spec = Spec();
   std::vector<RunFacts> runs;
