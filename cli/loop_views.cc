@@ -7,10 +7,10 @@
 #include "core/template.h"
 
 namespace tunectl {
+namespace {
+
 // Where a figure would be an estimate and none was made: never a placeholder number.
 constexpr const char* kNoEstimate = "—";
-
-namespace {
 
 ojson ChangeJson(const v1::Change& c, const ParamTypes& types) {
   ojson j;
@@ -394,9 +394,10 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
                     {"n_variant", m.n_variant()},
                     {"control_median", OrNull(m.n_control() > 0, m.control_median())},
                     {"variant_median", OrNull(m.n_variant() > 0, m.variant_median())},
-                    {"ratio", have ? ojson(m.ratio()) : ojson(nullptr)},
-                    {"ci_low", have ? ojson(m.ci_low()) : ojson(nullptr)},
-                    {"ci_high", have ? ojson(m.ci_high()) : ojson(nullptr)}});
+                    {"estimated", have},
+                    {"ratio", OrNull(have, m.ratio())},
+                    {"ci_low", OrNull(have, m.ci_low())},
+                    {"ci_high", OrNull(have, m.ci_high())}});
     }
     j["interim"] = {{"usable_pairs", e.interim_pairs()},
                     {"min_pairs", e.min_pairs()},
@@ -423,6 +424,7 @@ ojson ExperimentJson(const v1::Experiment& e, const ParamTypes& types) {
     x["n_variant"] = m.n_variant();
     x["control_median"] = OrNull(m.n_control() > 0, m.control_median());
     x["variant_median"] = OrNull(m.n_variant() > 0, m.variant_median());
+    x["estimated"] = both;
     x["ratio"] = OrNull(both, m.ratio());
     x["ci_low"] = OrNull(both, m.ci_low());
     x["ci_high"] = OrNull(both, m.ci_high());

@@ -74,7 +74,8 @@ class LoopE2E(unittest.TestCase):
 
         table = c.cli("experiment", "show", str(e["id"])).stdout
         for word in ("METRIC", "CONTROL", "VARIANT", "95% CI", "samples_per_s", "improved",
-                     "usable pair(s) of", "method: samples_per_s: paired t on log differences"):
+                     "usable pair(s) of",
+                     "method: samples_per_s: split paired: Huber pace + mean lost time"):
             self.assertIn(word, table)
         if e["look"]["finished_pairs"] < e["max_pairs"]:
             self.assertIn("stopped early", table)

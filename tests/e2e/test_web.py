@@ -447,10 +447,8 @@ class WebE2E(unittest.TestCase):
         self.sign_in()
         # v2 (the freeze) loads with 4 threads; 0 (the main thread loads every batch) and 1 are
         # both clearly slower, so each member stops at the sequential design's first look, after
-        # 4 usable pairs, with a real p. A cap of 6 leaves room for runs a loaded machine makes
-        # unsteady (the analysis leaves them out). --repeats 2 or 3 would save a few runs but
-        # rarely decide anything: a decision needs 3 usable pairs (4 at a cap of 4 or more), and
-        # short of that every member's p and adjusted p are 1.
+        # 4 pairs, with a real p. A cap of 6 leaves room for a noisy pair on a loaded machine;
+        # a cap below 4 is refused (nothing is decided on fewer than 4 pairs).
         b = json.loads(c.cli("batch", "create", "--vary", "num_workers=0,1", "--repeats", "6",
                              "-o", "json").stdout)
         bid = b["id"]

@@ -661,6 +661,7 @@ TEST(ExperimentViews, AMetricWithoutAnEstimateShowsADashNotZero) {
   EXPECT_EQ(t.rows[0][6], "—");
   EXPECT_EQ(t.rows[0][7], "—");
   const ojson j = ExperimentJson(e);
+  EXPECT_FALSE(j["metrics"][0]["estimated"].get<bool>());
   EXPECT_TRUE(j["metrics"][0]["ratio"].is_null());
   EXPECT_TRUE(j["metrics"][0]["p_value"].is_null());
   EXPECT_DOUBLE_EQ(j["metrics"][0]["control_median"].get<double>(), 2407);
